@@ -1,0 +1,160 @@
+/* Licensed under the Apache License, Version 2.0 (see LICENSE).
+ *
+ * aura.h: the API mod_aura_common exports to the plane modules
+ * (mod_aura_data, mod_aura_mgmt), in the way mod_proxy.h exports its API
+ * to mod_proxy_http.  The plane modules link against these symbols at
+ * load time, so mod_aura_common must be loaded first; they also retrieve
+ * the optional function aura_common_api_version() in post_config and
+ * refuse to start if its major number differs from AURA_API_MAJOR.
+ *
+ * Change list (newest last; bump AURA_API_MINOR for additions and
+ * AURA_API_MAJOR for anything that breaks a plane module built earlier):
+ *   2026-12-02  1.0  first API: planes, request setup, route claim,
+ *                    problem notes, NATS state.
+ */
+#ifndef AURA_H
+#define AURA_H
+
+#include "httpd.h"
+#include "http_config.h"
+#include "apr_optional.h"
+#include "http_log.h"
+
+/**
+ * @defgroup MOD_AURA mod_aura_common API
+ * @{
+ */
+
+#define AURA_API_MAJOR 1
+#define AURA_API_MINOR 0
+
+/* The export trio, as mod_proxy.h, mod_dbd.h and mod_watchdog.h spell it.
+ * The modules are built with -fvisibility=hidden: only what carries
+ * AURA_DECLARE leaves mod_aura_common.so. */
+#if !defined(WIN32)
+#define AURA_DECLARE(type)        __attribute__((visibility("default"))) type
+#define AURA_DECLARE_NONSTD(type) __attribute__((visibility("default"))) type
+#define AURA_DECLARE_DATA         __attribute__((visibility("default")))
+#else
+#define AURA_DECLARE(type)        __declspec(dllexport) type __stdcall
+#define AURA_DECLARE_NONSTD(type) __declspec(dllexport) type
+#define AURA_DECLARE_DATA         __declspec(dllexport)
+#endif
+
+/* Every log line at DEBUG or above starts with its own tag, unique across
+ * the three modules (build/check-log-tags enforces it; docs/errors.md
+ * explains each one). */
+#define AURA_LOGNO(n) "AURA" #n ": "
+
+/** Which plane a VirtualHost serves (directive AuraPlane). */
+typedef enum {
+    AURA_PLANE_NONE = 0,   /**< not an aura VirtualHost: decline all */
+    AURA_PLANE_DATA,       /**< public data plane (mod_aura_data) */
+    AURA_PLANE_MGMT        /**< management plane (mod_aura_mgmt) */
+} aura_plane_e;
+
+/** Per-request state shared by the hooks of both planes. Lives in
+ *  r->pool; found through aura_request_get(). Fields only grow at the
+ *  end. */
+typedef struct aura_request_t {
+    aura_plane_e plane;
+    /** X-Request-Id: the client's when well-formed, else generated. */
+    const char *request_id;
+    /** Start of the request, for durations. */
+    apr_time_t start;
+} aura_request_t;
+
+/**
+ * Optional function registered by mod_aura_common.
+ * @return (AURA_API_MAJOR << 16) | AURA_API_MINOR of the loaded module.
+ */
+APR_DECLARE_OPTIONAL_FN(int, aura_common_api_version, (void));
+
+/**
+ * The plane a server (VirtualHost) serves.
+ * @param s the request's server (r->server)
+ * @return AURA_PLANE_NONE unless AuraPlane names a plane for it.
+ */
+AURA_DECLARE(aura_plane_e) aura_server_plane(const server_rec *s);
+
+/**
+ * The plane's name as it travels in Aura-Plane ("data", "management").
+ * @return a static string; "none" for AURA_PLANE_NONE.
+ */
+AURA_DECLARE(const char *) aura_plane_name(aura_plane_e plane);
+
+/**
+ * Set up the per-request state: request id (kept from X-Request-Id when
+ * well-formed, else generated) returned in X-Request-Id on every
+ * response, errors included.  Call from post_read_request, for initial
+ * requests only; internal redirects find the state of r->prev.
+ * @param r the request
+ * @param plane the caller's plane
+ * @return the state, allocated from r->pool; never NULL.
+ */
+AURA_DECLARE(aura_request_t *) aura_request_begin(request_rec *r,
+                                                  aura_plane_e plane);
+
+/**
+ * The state made by aura_request_begin() for this request or the request
+ * it was redirected from.
+ * @return NULL when no plane module claimed the request.
+ */
+AURA_DECLARE(aura_request_t *) aura_request_get(request_rec *r);
+
+/**
+ * Claim a request whose Location names a service (AuraService): from
+ * translate_name, run before mod_proxy and mod_rewrite.  Sets the
+ * handler that proxies it, and refuses a declared body the NATS server
+ * could never carry (413) before anything else reads it.
+ * @param r the request (aura_request_begin() already called)
+ * @return OK when claimed, DECLINED when the Location has no service, or
+ *         an HTTP error status.
+ */
+AURA_DECLARE(int) aura_route_claim(request_rec *r);
+
+/**
+ * Record why the gateway refuses a request, for the problem+json body
+ * (RFC 9457) that replaces httpd's error page.  Call it, then return the
+ * status from the hook.
+ * @param r the request
+ * @param type one of the problem types of DESIGN.md section 8, without
+ *        the "/problems/" prefix (e.g. "no-upstream"); a static string
+ * @param detail human-readable text; never a secret; copied
+ */
+AURA_DECLARE(void) aura_problem_note(request_rec *r, const char *type,
+                                     const char *detail);
+
+/**
+ * Whether this child's NATS connection is up right now.
+ * @return 1 when connected, 0 otherwise (connecting, reconnecting,
+ *         closed, or not opened in this process).
+ */
+AURA_DECLARE(int) aura_nats_connected(void);
+
+/**
+ * For the plane modules' post_config: refuse to start unless a
+ * compatible mod_aura_common is loaded.  Inline, so it works exactly
+ * when mod_aura_common is missing.
+ * @param s the main server
+ * @param plane_module the caller's name, for the message
+ * @return OK, or HTTP_INTERNAL_SERVER_ERROR after logging why
+ */
+static APR_INLINE int aura_api_check(server_rec *s, const char *plane_module)
+{
+    APR_OPTIONAL_FN_TYPE(aura_common_api_version) *version =
+        APR_RETRIEVE_OPTIONAL_FN(aura_common_api_version);
+
+    if (!version || (version() >> 16) != AURA_API_MAJOR) {
+        ap_log_error(APLOG_MARK, APLOG_EMERG, 0, s,
+                     AURA_LOGNO(00100) "%s needs mod_aura_common API %d.x, "
+                     "found %s: load mod_aura_common first, from the same "
+                     "build", plane_module, AURA_API_MAJOR,
+                     version ? "another major version" : "none");
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
+    return OK;
+}
+
+/** @} */
+#endif /* AURA_H */

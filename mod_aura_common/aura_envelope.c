@@ -1,0 +1,242 @@
+/* Licensed under the Apache License, Version 2.0 (see LICENSE).
+ *
+ * aura_envelope.c: pure HTTP <-> NATS mapping (docs/envelope.md).  No
+ * request_rec, no I/O: callers hand in tables and bodies, get messages
+ * back.  Both directions strip what must never cross: hop-by-hop headers
+ * (they describe one connection, and NATS is not that connection) and
+ * the gateway's own namespace (a client must never claim an identity, a
+ * service must never steer the gateway through a response header).
+ */
+#include "aura_envelope.h"
+
+#include "apr_strings.h"
+#include "apr_lib.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const hop_by_hop[] = {
+    "connection", "keep-alive", "proxy-authenticate",
+    "proxy-authorization", "proxy-connection", "te", "trailer",
+    "transfer-encoding", "upgrade", NULL
+};
+
+/* NATS uses these for its own status line ("NATS/1.0 503"); nats.c
+ * exposes them as headers, so a service could never read them back. */
+static const char *const nats_reserved[] = {
+    "status", "description", NULL
+};
+
+static int in_list(const char *name, const char *const *list)
+{
+    for (; *list; list++) {
+        if (!strcasecmp(name, *list)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int is_aura_namespace(const char *name)
+{
+    return !strncasecmp(name, "aura-", 5);
+}
+
+/* Is name one of the comma-separated tokens of a Connection header? */
+static int named_by_connection(const char *name, const char *connection)
+{
+    apr_size_t len = strlen(name);
+    const char *s = connection;
+
+    while (s && *s) {
+        const char *end;
+        apr_size_t tlen;
+
+        while (*s == ',' || apr_isspace(*s)) {
+            s++;
+        }
+        end = s;
+        while (*end && *end != ',') {
+            end++;
+        }
+        tlen = end - s;
+        while (tlen && apr_isspace(s[tlen - 1])) {
+            tlen--;
+        }
+        if (tlen == len && tlen && !strncasecmp(s, name, len)) {
+            return 1;
+        }
+        s = end;
+    }
+    return 0;
+}
+
+int aura_envelope_request_header_ok(const char *name,
+                                    const char *connection)
+{
+    if (!name || !*name) {
+        return 0;
+    }
+    if (is_aura_namespace(name) || in_list(name, hop_by_hop)
+        || in_list(name, nats_reserved)) {
+        return 0;
+    }
+    if (!strcasecmp(name, "content-length") || !strcasecmp(name, "apikey")
+        || !strcasecmp(name, "x-api-key")) {
+        return 0;
+    }
+    return !named_by_connection(name, connection);
+}
+
+int aura_envelope_reply_header_ok(const char *name)
+{
+    if (!name || !*name) {
+        return 0;
+    }
+    return !(is_aura_namespace(name) || in_list(name, hop_by_hop)
+             || in_list(name, nats_reserved)
+             || !strcasecmp(name, "content-length"));
+}
+
+int aura_envelope_parse_status(const char *value)
+{
+    int status;
+
+    if (!value || !apr_isdigit(value[0]) || !apr_isdigit(value[1])
+        || !apr_isdigit(value[2]) || value[3] != '\0') {
+        return 0;
+    }
+    status = (value[0] - '0') * 100 + (value[1] - '0') * 10
+             + (value[2] - '0');
+    return (status >= 200 && status <= 599) ? status : 0;
+}
+
+static char *lower_dup(apr_pool_t *p, const char *s)
+{
+    char *l = apr_pstrdup(p, s);
+    char *c;
+
+    for (c = l; *c; c++) {
+        *c = apr_tolower(*c);
+    }
+    return l;
+}
+
+static natsStatus set_if(natsMsg *m, const char *key, const char *value)
+{
+    return value ? natsMsgHeader_Set(m, key, value) : NATS_OK;
+}
+
+natsStatus aura_envelope_encode(apr_pool_t *p, const char *subject,
+                                const aura_envelope_req_t *in,
+                                natsMsg **out)
+{
+    const apr_array_header_t *arr;
+    const apr_table_entry_t *e;
+    const char *connection;
+    natsMsg *m = NULL;
+    natsStatus s;
+    int i;
+
+    *out = NULL;
+    s = natsMsg_Create(&m, subject, NULL, in->body, (int)in->body_len);
+    if (s != NATS_OK) {
+        return s;
+    }
+    s = set_if(m, AURA_HDR_METHOD, in->method);
+    if (s == NATS_OK) {
+        s = set_if(m, AURA_HDR_PATH, in->path);
+    }
+    if (s == NATS_OK) {
+        s = set_if(m, AURA_HDR_QUERY, in->query);
+    }
+    if (s == NATS_OK) {
+        s = set_if(m, AURA_HDR_REQUEST_ID, in->request_id);
+    }
+    if (s == NATS_OK) {
+        s = set_if(m, AURA_HDR_PLANE, in->plane);
+    }
+
+    connection = in->headers ? apr_table_get(in->headers, "Connection")
+                             : NULL;
+    arr = in->headers ? apr_table_elts(in->headers) : NULL;
+    e = arr ? (const apr_table_entry_t *)arr->elts : NULL;
+    for (i = 0; s == NATS_OK && arr && i < arr->nelts; i++) {
+        if (!e[i].key || !e[i].val
+            || !aura_envelope_request_header_ok(e[i].key, connection)) {
+            continue;
+        }
+        /* Add, not Set: a repeated header stays repeated values. */
+        s = natsMsgHeader_Add(m, lower_dup(p, e[i].key), e[i].val);
+    }
+    if (s != NATS_OK) {
+        natsMsg_Destroy(m);
+        return s;
+    }
+    *out = m;
+    return NATS_OK;
+}
+
+static apr_status_t copy_reply_header(natsMsg *reply,
+                                      const char *key,
+                                      aura_envelope_reply_t *out,
+                                      const char **err)
+{
+    const char **values = NULL;
+    int count = 0, j;
+
+    if (natsMsgHeader_Values(reply, key, &values, &count) != NATS_OK) {
+        *err = "unreadable reply header";
+        return APR_EINVAL;
+    }
+    if (!strcasecmp(key, AURA_HDR_STATUS)) {
+        /* One status, or the reply is ambiguous: refuse it. */
+        out->status = count == 1 ? aura_envelope_parse_status(values[0])
+                                 : 0;
+    }
+    else if (aura_envelope_reply_header_ok(key)) {
+        for (j = 0; j < count; j++) {
+            apr_table_add(out->headers, key, values[j]);
+        }
+    }
+    free((void *)values);
+    return APR_SUCCESS;
+}
+
+apr_status_t aura_envelope_decode(apr_pool_t *p, natsMsg *reply,
+                                  aura_envelope_reply_t *out,
+                                  const char **err)
+{
+    const char **keys = NULL;
+    int count = 0, i;
+    natsStatus s;
+    apr_status_t rv = APR_SUCCESS;
+
+    out->status = 0;
+    out->headers = apr_table_make(p, 8);
+    out->body = natsMsg_GetData(reply);
+    out->body_len = (apr_size_t)natsMsg_GetDataLength(reply);
+    *err = NULL;
+
+    s = natsMsgHeader_Keys(reply, &keys, &count);
+    if (s == NATS_NOT_FOUND) {
+        *err = "reply has no headers (Aura-Status is required)";
+        return APR_EINVAL;
+    }
+    if (s != NATS_OK) {
+        *err = "reply headers could not be parsed";
+        return APR_EINVAL;
+    }
+    for (i = 0; i < count && rv == APR_SUCCESS; i++) {
+        rv = copy_reply_header(reply, keys[i], out, err);
+    }
+    free((void *)keys);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (!out->status) {
+        *err = "reply has no valid Aura-Status (three digits, 200-599)";
+        return APR_EINVAL;
+    }
+    return APR_SUCCESS;
+}

@@ -1,0 +1,205 @@
+/* Licensed under the Apache License, Version 2.0 (see LICENSE).
+ *
+ * aura_nats.c: one NATS connection per child process.
+ *
+ * Opened in child_init, never in the parent: nats_Open() starts library
+ * threads (timers, callbacks, GC) that do not survive fork, and a
+ * library initialised before fork fails silently in the child.  The
+ * connect does not block child_init when NATS is down: with
+ * RetryOnFailedConnect and a callback, nats.c returns at once and keeps
+ * trying in the background, and requests meanwhile get 503.  Requests
+ * in flight when the connection drops fail at once
+ * (FailRequestsOnDisconnect) instead of waiting out their budget.
+ *
+ * The connection is shared by all worker threads of the child (nats.c
+ * locks internally; each request uses its own natsMsg).  It is destroyed
+ * by a cleanup on the child pool, so it closes when the child exits.
+ * Callbacks run on nats.c threads: they only log; the connection state
+ * is read from nats.c itself.
+ */
+#include "aura_private.h"
+
+#include "apr_strings.h"
+
+#include <nats/nats.h>
+
+/* Written in child_init only; read by worker threads afterwards. */
+static natsConnection *child_nc;
+static server_rec *child_server;
+
+static void on_connected(natsConnection *nc, void *closure)
+{
+    char url[256];
+
+    (void)closure;
+    if (natsConnection_GetConnectedUrl(nc, url, sizeof(url)) != NATS_OK) {
+        apr_cpystrn(url, "?", sizeof(url));
+    }
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, child_server, AURA_LOGNO(00010)
+                 "NATS connected to %s (pid %" APR_PID_T_FMT ")", url,
+                 getpid());
+}
+
+static void on_disconnected(natsConnection *nc, void *closure)
+{
+    (void)nc; (void)closure;
+    ap_log_error(APLOG_MARK, APLOG_WARNING, 0, child_server,
+                 AURA_LOGNO(00011) "NATS connection lost (pid %"
+                 APR_PID_T_FMT "), reconnecting", getpid());
+}
+
+static void on_reconnected(natsConnection *nc, void *closure)
+{
+    on_connected(nc, closure);
+}
+
+static void on_closed(natsConnection *nc, void *closure)
+{
+    (void)nc; (void)closure;
+    ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, child_server,
+                 AURA_LOGNO(00012) "NATS connection closed (pid %"
+                 APR_PID_T_FMT ")", getpid());
+}
+
+static apr_status_t nats_child_cleanup(void *data)
+{
+    (void)data;
+    if (child_nc) {
+        natsConnection_Destroy(child_nc);
+        child_nc = NULL;
+    }
+    /* Waits for the library threads; every object is destroyed above,
+     * so it returns promptly. */
+    nats_CloseAndWait(1000);
+    return APR_SUCCESS;
+}
+
+static natsStatus build_options(apr_pool_t *p, const aura_server_conf_t *c,
+                                natsOptions **out)
+{
+    natsOptions *o = NULL;
+    natsStatus s = natsOptions_Create(&o);
+    const char **urls;
+    int n;
+
+    if (s != NATS_OK) {
+        return s;
+    }
+    if (c->nats_servers) {
+        urls = (const char **)c->nats_servers->elts;
+        n = c->nats_servers->nelts;
+    }
+    else {
+        urls = apr_pcalloc(p, sizeof(*urls));
+        urls[0] = AURA_DEFAULT_NATS_URL;
+        n = 1;
+    }
+    s = natsOptions_SetServers(o, urls, n);
+    if (s == NATS_OK) {
+        s = natsOptions_SetName(o, c->nats_name ? c->nats_name : "mod_aura");
+    }
+    if (s == NATS_OK) {
+        s = natsOptions_SetTimeout(o, apr_time_as_msec(
+            c->nats_connect_timeout != AURA_UNSET ? c->nats_connect_timeout
+                                                  : AURA_DEFAULT_NATS_CONNECT));
+    }
+    if (s == NATS_OK) {
+        s = natsOptions_SetReconnectWait(o, apr_time_as_msec(
+            c->nats_reconnect_wait != AURA_UNSET ? c->nats_reconnect_wait
+                                                 : AURA_DEFAULT_NATS_RECONNECT));
+    }
+    if (s == NATS_OK) {
+        s = natsOptions_SetMaxReconnect(o,
+            c->nats_max_reconnect != AURA_NATS_RECONNECT_UNSET
+                ? c->nats_max_reconnect : -1);
+    }
+    if (s == NATS_OK) {
+        s = natsOptions_SetPingInterval(o, apr_time_as_msec(
+            c->nats_ping_interval != AURA_UNSET ? c->nats_ping_interval
+                                                : AURA_DEFAULT_NATS_PING));
+    }
+    if (s == NATS_OK) {
+        s = natsOptions_SetFailRequestsOnDisconnect(o, true);
+    }
+    if (s == NATS_OK) {
+        s = natsOptions_SetRetryOnFailedConnect(o, true, on_connected, NULL);
+    }
+    if (s == NATS_OK) {
+        s = natsOptions_SetDisconnectedCB(o, on_disconnected, NULL);
+    }
+    if (s == NATS_OK) {
+        s = natsOptions_SetReconnectedCB(o, on_reconnected, NULL);
+    }
+    if (s == NATS_OK) {
+        s = natsOptions_SetClosedCB(o, on_closed, NULL);
+    }
+    if (s != NATS_OK) {
+        natsOptions_Destroy(o);
+        return s;
+    }
+    *out = o;
+    return NATS_OK;
+}
+
+void aura_nats_child_init(apr_pool_t *pchild, server_rec *s)
+{
+    const aura_server_conf_t *c = aura_server_conf(s);
+    natsOptions *opts = NULL;
+    natsStatus st;
+
+    child_server = s;
+    /* Registered first so it also runs when a step below fails. */
+    apr_pool_cleanup_register(pchild, NULL, nats_child_cleanup,
+                              apr_pool_cleanup_null);
+    st = build_options(pchild, c, &opts);
+    if (st == NATS_OK) {
+        st = natsConnection_Connect(&child_nc, opts);
+        natsOptions_Destroy(opts);
+    }
+    /* NOT_YET_CONNECTED: retrying in the background, by design. */
+    if (st != NATS_OK && st != NATS_NOT_YET_CONNECTED) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, AURA_LOGNO(00013)
+                     "NATS connection could not be set up: %s (%s)",
+                     natsStatus_GetText(st), nats_GetLastError(NULL));
+        child_nc = NULL;
+    }
+}
+
+natsConnection *aura_nats_conn(void)
+{
+    return child_nc;
+}
+
+AURA_DECLARE(int) aura_nats_connected(void)
+{
+    return child_nc
+           && natsConnection_Status(child_nc) == NATS_CONN_STATUS_CONNECTED;
+}
+
+apr_int64_t aura_nats_max_payload(void)
+{
+    return aura_nats_connected() ? natsConnection_GetMaxPayload(child_nc)
+                                 : 0;
+}
+
+const char *aura_nats_state(void)
+{
+    if (!child_nc) {
+        return "absent";
+    }
+    switch (natsConnection_Status(child_nc)) {
+    case NATS_CONN_STATUS_CONNECTED:
+        return "connected";
+    case NATS_CONN_STATUS_CONNECTING:
+        return "connecting";
+    case NATS_CONN_STATUS_RECONNECTING:
+        return "reconnecting";
+    case NATS_CONN_STATUS_DRAINING_SUBS:
+    case NATS_CONN_STATUS_DRAINING_PUBS:
+        return "draining";
+    case NATS_CONN_STATUS_CLOSED:
+        return "closed";
+    default:
+        return "disconnected";
+    }
+}

@@ -1,0 +1,119 @@
+/* Licensed under the Apache License, Version 2.0 (see LICENSE).
+ *
+ * aura_route.c: what the plane modules call to take a request in: the
+ * per-request state (plane, request id) and the claim of a service
+ * Location.  A claimed request skips the file system entirely (like
+ * mod_proxy's proxy: URLs): there is no file behind a service route, and
+ * a <Directory> section must not apply to it.
+ */
+#include "aura_private.h"
+
+#include "http_core.h"
+#include "http_protocol.h"
+#include "http_request.h"
+#include "apr_strings.h"
+
+#define FILENAME_PREFIX "aura:"
+
+AURA_DECLARE(aura_plane_e) aura_server_plane(const server_rec *s)
+{
+    const aura_server_conf_t *c = aura_server_conf(s);
+
+    return c->plane == AURA_UNSET ? AURA_PLANE_NONE : (aura_plane_e)c->plane;
+}
+
+AURA_DECLARE(const char *) aura_plane_name(aura_plane_e plane)
+{
+    switch (plane) {
+    case AURA_PLANE_DATA:
+        return "data";
+    case AURA_PLANE_MGMT:
+        return "management";
+    default:
+        return "none";
+    }
+}
+
+AURA_DECLARE(aura_request_t *) aura_request_get(request_rec *r)
+{
+    aura_request_t *rq;
+
+    /* Internal redirects (ErrorDocument) start a new request_rec; the
+     * state, request id included, belongs to the original. */
+    for (; r; r = r->prev) {
+        rq = ap_get_module_config(r->request_config, &aura_common_module);
+        if (rq) {
+            return rq;
+        }
+    }
+    return NULL;
+}
+
+AURA_DECLARE(aura_request_t *) aura_request_begin(request_rec *r,
+                                                  aura_plane_e plane)
+{
+    aura_request_t *rq = aura_request_get(r);
+
+    if (rq) {
+        return rq;
+    }
+    rq = apr_pcalloc(r->pool, sizeof(*rq));
+    rq->plane = plane;
+    rq->start = r->request_time;
+    rq->request_id = aura_reqid_pick(r);
+    ap_set_module_config(r->request_config, &aura_common_module, rq);
+    /* err_headers_out: on every response, errors included. */
+    apr_table_setn(r->err_headers_out, "X-Request-Id", rq->request_id);
+    aura_shm_count_request();
+    return rq;
+}
+
+apr_off_t aura_declared_length(request_rec *r)
+{
+    const char *cl = apr_table_get(r->headers_in, "Content-Length");
+    apr_off_t len;
+
+    if (!cl || apr_strtoff(&len, cl, NULL, 10) != APR_SUCCESS || len < 0) {
+        return -1;
+    }
+    return len;
+}
+
+AURA_DECLARE(int) aura_route_claim(request_rec *r)
+{
+    aura_dir_conf_t *d = aura_dir_conf(r);
+    apr_int64_t limit;
+
+    if (d->service == AURA_UNSET || !aura_request_get(r)) {
+        return DECLINED;
+    }
+    r->handler = AURA_HANDLER_SERVICE;
+    r->filename = apr_pstrcat(r->pool, FILENAME_PREFIX,
+                              aura_service_names[d->service], NULL);
+    /* A declared body the bus can never carry is refused now, before
+     * authentication and before a byte of it is read. */
+    limit = aura_nats_max_payload();
+    if (d->upstream_kind == AURA_UPSTREAM_NATS && limit > 0
+        && aura_declared_length(r) > limit) {
+        return aura_too_large(r, limit);
+    }
+    return OK;
+}
+
+int aura_too_large(request_rec *r, apr_int64_t limit)
+{
+    aura_problem_note(r, "payload-too-large", apr_psprintf(r->pool,
+                      "the request body exceeds the %" APR_INT64_T_FMT
+                      " bytes a message to the service can carry", limit));
+    return HTTP_REQUEST_ENTITY_TOO_LARGE;
+}
+
+int aura_map_to_storage(request_rec *r)
+{
+    if (r->handler && !strcmp(r->handler, AURA_HANDLER_SERVICE)
+        && r->filename && !strncmp(r->filename, FILENAME_PREFIX,
+                                   sizeof(FILENAME_PREFIX) - 1)) {
+        return OK;
+    }
+    return DECLINED;
+}

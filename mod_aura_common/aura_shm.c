@@ -1,0 +1,207 @@
+/* Licensed under the Apache License, Version 2.0 (see LICENSE).
+ *
+ * aura_shm.c: the one shared-memory segment of mod_aura (breakers,
+ * limiters and metrics live in it as later tables), and the one global
+ * mutex that guards slot allocation in those tables.
+ *
+ * Lifetime: the segment is created once, in the parent's post_config of
+ * the real configuration pass, from s->process->pool (which outlives
+ * every restart) and its handle is kept in retained data.  Each later
+ * generation finds it there, so `apachectl -k graceful` keeps every
+ * breaker and limiter (a reset would reopen every breaker and forgive
+ * every abuser).  It is rebuilt only when its size or layout changed.
+ * It is anonymous (mmap MAP_SHARED|MAP_ANONYMOUS on this platform):
+ * children inherit it at fork, and nothing is left behind after stop.
+ *
+ * No pointers inside the segment: offsets and 1-based indexes only.
+ * Counters change by atomic operations; the mutex (pconf lifetime,
+ * re-opened in child_init) is for allocation and eviction only.
+ */
+#include "aura_private.h"
+
+#include "http_core.h"
+#include "util_mutex.h"
+#include "mpm_common.h"
+#include "apr_atomic.h"
+#include "apr_strings.h"
+
+#include <jansson.h>
+
+#define AURA_SHM_MAGIC    0x41555241u /* "AURA" */
+#define AURA_SHM_LAYOUT   1u
+#define AURA_MUTEX_TYPE   "aura-shm"
+#define AURA_RETAINED_KEY "mod_aura_common-shm"
+
+/*
+ * Layout (offsets from the base, all 8-byte aligned):
+ *
+ *   +-----------------------------+ 0
+ *   | aura_shm_header_t           |  magic, layout, size, identity,
+ *   |                             |  counters
+ *   +-----------------------------+ APR_ALIGN(sizeof header, 64)
+ *   | (later: breaker, limiter,   |
+ *   |  metrics tables)            |
+ *   +-----------------------------+ size
+ */
+struct aura_shm_header_t {
+    apr_uint32_t magic;
+    apr_uint32_t layout;
+    apr_uint64_t size;
+    apr_time_t created;              /* when this segment was built */
+    unsigned char hash_key[16];      /* keyed hashing of attacker keys */
+    char id[33];                     /* hex of 16 random bytes */
+    char pad[7];
+    volatile apr_uint64_t configs;   /* configuration passes seen */
+    volatile apr_uint64_t requests;  /* requests claimed by a plane */
+};
+
+_Static_assert(sizeof(apr_uint64_t) == 8 && __atomic_always_lock_free(8, 0),
+               "shared counters need lock-free 64-bit atomics");
+
+typedef struct {
+    apr_shm_t *shm;
+    apr_size_t size;
+    apr_uint32_t layout;
+} aura_shm_retained_t;
+
+/* Written in post_config (parent) and child_init only. */
+static aura_shm_header_t *shm_base;
+static apr_global_mutex_t *shm_mutex;
+
+static apr_size_t segment_size(void)
+{
+    return APR_ALIGN(sizeof(aura_shm_header_t), 64);
+}
+
+apr_status_t aura_shm_pre_config(apr_pool_t *pconf)
+{
+    return ap_mutex_register(pconf, AURA_MUTEX_TYPE, NULL, APR_LOCK_DEFAULT,
+                             0);
+}
+
+static apr_status_t build_segment(aura_shm_retained_t *ret, apr_size_t size,
+                                  server_rec *s)
+{
+    aura_shm_header_t *h;
+    unsigned char rnd[16];
+    apr_status_t rv;
+    int i;
+
+    rv = apr_shm_create(&ret->shm, size, NULL, s->process->pool);
+    if (rv != APR_SUCCESS) {
+        ret->shm = NULL;
+        return rv;
+    }
+    h = apr_shm_baseaddr_get(ret->shm);
+    memset(h, 0, size);
+    h->magic = AURA_SHM_MAGIC;
+    h->layout = AURA_SHM_LAYOUT;
+    h->size = size;
+    h->created = apr_time_now();
+    rv = apr_generate_random_bytes(h->hash_key, sizeof(h->hash_key));
+    if (rv == APR_SUCCESS) {
+        rv = apr_generate_random_bytes(rnd, sizeof(rnd));
+    }
+    if (rv != APR_SUCCESS) {
+        apr_shm_destroy(ret->shm);
+        ret->shm = NULL;
+        return rv;
+    }
+    for (i = 0; i < 16; i++) {
+        apr_snprintf(h->id + 2 * i, 3, "%02x", rnd[i]);
+    }
+    ret->size = size;
+    ret->layout = AURA_SHM_LAYOUT;
+    return APR_SUCCESS;
+}
+
+apr_status_t aura_shm_post_config(apr_pool_t *pconf, server_rec *s)
+{
+    aura_shm_retained_t *ret;
+    apr_size_t size = segment_size();
+    apr_status_t rv;
+
+    ret = ap_retained_data_get(AURA_RETAINED_KEY);
+    if (!ret) {
+        ret = ap_retained_data_create(AURA_RETAINED_KEY, sizeof(*ret));
+    }
+    if (ret->shm && (ret->size != size || ret->layout != AURA_SHM_LAYOUT)) {
+        ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s, AURA_LOGNO(00002)
+                     "shared segment rebuilt: size %" APR_SIZE_T_FMT
+                     " -> %" APR_SIZE_T_FMT " bytes, layout %u -> %u "
+                     "(breaker and limiter state starts afresh)",
+                     ret->size, size, ret->layout, AURA_SHM_LAYOUT);
+        /* Old children keep their own mapping until they exit. */
+        apr_shm_destroy(ret->shm);
+        ret->shm = NULL;
+    }
+    if (!ret->shm) {
+        rv = build_segment(ret, size, s);
+        if (rv != APR_SUCCESS) {
+            ap_log_error(APLOG_MARK, APLOG_EMERG, rv, s, AURA_LOGNO(00003)
+                         "cannot create the shared segment of %"
+                         APR_SIZE_T_FMT " bytes", size);
+            return rv;
+        }
+        ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, AURA_LOGNO(00004)
+                     "shared segment created: %" APR_SIZE_T_FMT " bytes",
+                     size);
+    }
+    shm_base = apr_shm_baseaddr_get(ret->shm);
+    apr_atomic_inc64(&shm_base->configs);
+
+    rv = ap_global_mutex_create(&shm_mutex, NULL, AURA_MUTEX_TYPE, NULL, s,
+                                pconf, 0);
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_EMERG, rv, s, AURA_LOGNO(00005)
+                     "cannot create the %s mutex", AURA_MUTEX_TYPE);
+        return rv;
+    }
+    return APR_SUCCESS;
+}
+
+apr_status_t aura_shm_child_init(apr_pool_t *pchild, server_rec *s)
+{
+    apr_status_t rv;
+
+    rv = apr_global_mutex_child_init(&shm_mutex,
+                                     apr_global_mutex_lockfile(shm_mutex),
+                                     pchild);
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_CRIT, rv, s, AURA_LOGNO(00006)
+                     "cannot re-open the %s mutex in this child",
+                     AURA_MUTEX_TYPE);
+    }
+    return rv;
+}
+
+aura_shm_header_t *aura_shm(void)
+{
+    return shm_base;
+}
+
+void aura_shm_count_request(void)
+{
+    if (shm_base) {
+        apr_atomic_inc64(&shm_base->requests);
+    }
+}
+
+void aura_shm_describe(json_t *obj)
+{
+    if (!shm_base) {
+        return;
+    }
+    json_object_set_new(obj, "id", json_string(shm_base->id));
+    json_object_set_new(obj, "size", json_integer((json_int_t)
+                                                  shm_base->size));
+    json_object_set_new(obj, "created",
+                        json_integer((json_int_t)
+                                     apr_time_sec(shm_base->created)));
+    json_object_set_new(obj, "configs",
+                        json_integer((json_int_t)
+                                     apr_atomic_read64(&shm_base->configs)));
+    json_object_set_new(obj, "requests",
+                        json_integer((json_int_t)
+                                     apr_atomic_read64(&shm_base->requests)));
+}

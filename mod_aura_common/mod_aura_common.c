@@ -1,0 +1,80 @@
+/* Licensed under the Apache License, Version 2.0 (see LICENSE).
+ *
+ * mod_aura_common.c: the module record and hook registration of
+ * mod_aura_common.  Glue only: each concern lives in its own aura_*.c
+ * file.  The plane modules (mod_aura_data, mod_aura_mgmt) decide which
+ * requests are theirs; what is registered here acts only on requests a
+ * plane module took in (aura_request_begin), so loading this module
+ * changes nothing for other VirtualHosts.
+ */
+#include "aura_private.h"
+
+#include "http_request.h"
+#include "http_core.h"
+#include "http_protocol.h"
+
+/* Registered as the optional function plane modules check at start. */
+static int aura_common_api_version(void)
+{
+    return (AURA_API_MAJOR << 16) | AURA_API_MINOR;
+}
+
+static int aura_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
+                           apr_pool_t *ptemp)
+{
+    (void)plog; (void)ptemp;
+    return aura_shm_pre_config(pconf) == APR_SUCCESS ? OK : !OK;
+}
+
+static int aura_post_config(apr_pool_t *pconf, apr_pool_t *plog,
+                            apr_pool_t *ptemp, server_rec *s)
+{
+    (void)plog; (void)ptemp;
+    /* The first pass only checks the configuration; the segment is made
+     * once, on the pass that serves. */
+    if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
+        return OK;
+    }
+    if (aura_shm_post_config(pconf, s) != APR_SUCCESS) {
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, AURA_LOGNO(00007)
+                 "mod_aura_common API %d.%d ready", AURA_API_MAJOR,
+                 AURA_API_MINOR);
+    return OK;
+}
+
+static void aura_child_init(apr_pool_t *pchild, server_rec *s)
+{
+    aura_shm_child_init(pchild, s);
+    aura_nats_child_init(pchild, s);
+}
+
+static void aura_register_hooks(apr_pool_t *p)
+{
+    (void)p;
+    APR_REGISTER_OPTIONAL_FN(aura_common_api_version);
+    ap_hook_pre_config(aura_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_check_config(aura_check_config, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_post_config(aura_post_config, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_child_init(aura_child_init, NULL, NULL, APR_HOOK_MIDDLE);
+    /* A claimed service route has no file behind it: skip the directory
+     * walk as mod_proxy does for proxy: URLs. */
+    ap_hook_map_to_storage(aura_map_to_storage, NULL, NULL, APR_HOOK_FIRST);
+    ap_hook_handler(aura_natsproxy_handler, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_handler(aura_health_handler, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_insert_error_filter(aura_insert_problem_filter, NULL, NULL,
+                                APR_HOOK_MIDDLE);
+    aura_problem_register();
+}
+
+module AURA_DECLARE_DATA aura_common_module = {
+    STANDARD20_MODULE_STUFF,
+    aura_create_dir_conf,
+    aura_merge_dir_conf,
+    aura_create_server_conf,
+    aura_merge_server_conf,
+    aura_cmds,
+    aura_register_hooks,
+    AP_MODULE_FLAG_NONE
+};

@@ -1,0 +1,75 @@
+/* Licensed under the Apache License, Version 2.0 (see LICENSE).
+ *
+ * mod_aura_mgmt: the management plane.  Acts only in a VirtualHost with
+ * "AuraPlane management" and declines everywhere else, so the same httpd keeps
+ * serving unrelated sites untouched.  The proxy code is mod_aura_common's
+ * (aura.h); this module owns the management plane's policy around it.
+ *
+ * Hook order (verified with mod_info's ?hooks view by the test-suite):
+ *   post_read_request  request state and id, first thing, so every
+ *                      response of the plane carries X-Request-Id
+ *   translate_name     FIRST, before mod_proxy and mod_rewrite: claim a
+ *                      service Location
+ */
+#include "httpd.h"
+#include "http_config.h"
+#include "http_request.h"
+#include "http_protocol.h"
+#include "http_core.h"
+#include "http_log.h"
+
+#include "aura.h"
+
+APLOG_USE_MODULE(aura_mgmt);
+
+static int mgmt_post_config(apr_pool_t *pconf, apr_pool_t *plog,
+                            apr_pool_t *ptemp, server_rec *s)
+{
+    (void)pconf; (void)plog; (void)ptemp;
+    if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
+        return OK;
+    }
+    return aura_api_check(s, "mod_aura_mgmt");
+}
+
+static int mgmt_post_read_request(request_rec *r)
+{
+    if (aura_server_plane(r->server) != AURA_PLANE_MGMT) {
+        return DECLINED;
+    }
+    aura_request_begin(r, AURA_PLANE_MGMT);
+    return DECLINED;
+}
+
+static int mgmt_translate_name(request_rec *r)
+{
+    if (aura_server_plane(r->server) != AURA_PLANE_MGMT) {
+        return DECLINED;
+    }
+    return aura_route_claim(r);
+}
+
+static void mgmt_register_hooks(apr_pool_t *p)
+{
+    static const char *const before_proxy[] = {
+        "mod_proxy.c", "mod_rewrite.c", NULL
+    };
+
+    (void)p;
+    ap_hook_post_config(mgmt_post_config, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_post_read_request(mgmt_post_read_request, NULL, NULL,
+                              APR_HOOK_FIRST);
+    ap_hook_translate_name(mgmt_translate_name, NULL, before_proxy,
+                           APR_HOOK_FIRST);
+}
+
+module AURA_DECLARE_DATA aura_mgmt_module = {
+    STANDARD20_MODULE_STUFF,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+    mgmt_register_hooks,
+    AP_MODULE_FLAG_NONE
+};
