@@ -122,9 +122,13 @@ static char *lower_dup(apr_pool_t *p, const char *s)
     return l;
 }
 
+/* nats.c 3.4.1 cannot parse a header whose value is empty: it takes the
+ * next line as the value (the following header vanishes) or fails the
+ * whole block.  An empty value would let a client erase a header the
+ * gateway set after it, so empty values never go onto the wire. */
 static natsStatus set_if(natsMsg *m, const char *key, const char *value)
 {
-    return value ? natsMsgHeader_Set(m, key, value) : NATS_OK;
+    return value && *value ? natsMsgHeader_Set(m, key, value) : NATS_OK;
 }
 
 natsStatus aura_envelope_encode(apr_pool_t *p, const char *subject,
@@ -162,7 +166,7 @@ natsStatus aura_envelope_encode(apr_pool_t *p, const char *subject,
     arr = in->headers ? apr_table_elts(in->headers) : NULL;
     e = arr ? (const apr_table_entry_t *)arr->elts : NULL;
     for (i = 0; s == NATS_OK && arr && i < arr->nelts; i++) {
-        if (!e[i].key || !e[i].val
+        if (!e[i].key || !e[i].val || !*e[i].val
             || !aura_envelope_request_header_ok(e[i].key, connection)) {
             continue;
         }
@@ -190,9 +194,20 @@ static apr_status_t copy_reply_header(natsMsg *reply,
         return APR_EINVAL;
     }
     if (!strcasecmp(key, AURA_HDR_STATUS)) {
-        /* One status, or the reply is ambiguous: refuse it. */
-        out->status = count == 1 ? aura_envelope_parse_status(values[0])
-                                 : 0;
+        /* Keys are case-sensitive in nats.c: "Aura-Status" and
+         * "aura-status" are two keys.  One status, or the reply is
+         * ambiguous: refuse it. */
+        if (out->status || count != 1) {
+            free((void *)values);
+            *err = "reply carries more than one Aura-Status";
+            return APR_EINVAL;
+        }
+        out->status = aura_envelope_parse_status(values[0]);
+        if (!out->status) {
+            free((void *)values);
+            *err = "reply has no valid Aura-Status (three digits, 200-599)";
+            return APR_EINVAL;
+        }
     }
     else if (aura_envelope_reply_header_ok(key)) {
         for (j = 0; j < count; j++) {

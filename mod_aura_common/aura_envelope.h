@@ -70,7 +70,9 @@ int aura_envelope_reply_header_ok(const char *name);
 int aura_envelope_parse_status(const char *value);
 
 /**
- * Build the NATS request message for an HTTP request.
+ * Build the NATS request message for an HTTP request.  Headers with an
+ * empty value are not sent (nats.c cannot parse them back), so an empty
+ * query string sends no Aura-Query.
  * @param p pool for scratch strings
  * @param subject the service subject
  * @param in the request

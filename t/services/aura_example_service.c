@@ -9,6 +9,14 @@
  * request id was executed, so a test can prove the gateway ran a request
  * exactly once (see the count subject).
  *
+ * Request headers it obeys (exact lower-case names, as the gateway sends
+ * client headers): x-example-status (copied verbatim into Aura-Status),
+ * x-example-malformed: missing-status, x-example-delay-ms (0..600000),
+ * x-example-reply-header: "Name: value" (repeatable), x-example-headers:
+ * json, x-example-body-size (0..64 MiB).  Anything else: echo the body.
+ * Unusable values get a 400 saying why.  The count subject answers a
+ * request id (the payload) with how many times it was received.
+ *
  * Usage: aura_example_service [-s nats_url] [-p pidfile]
  *                             [-c count_subject] [subject ...]
  */
@@ -16,7 +24,6 @@
 #include <jansson.h>
 
 #include <errno.h>
-#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -37,8 +44,11 @@
 /* The count table only has to outlive one test; 65536 ids is far more
  * than a test run issues, and the bound keeps a long-running demo from
  * growing forever.  When full, the OLDEST id (by first sighting) is
- * evicted, so recent ids, the ones a test asks about, stay exact. */
+ * evicted, so recent ids, the ones a test asks about, stay exact.
+ * -DCOUNT_MAX=4 makes the eviction testable. */
+#ifndef COUNT_MAX
 #define COUNT_MAX     65536
+#endif
 #define COUNT_BUCKETS 16384
 
 static const char *const default_subjects[] = {
@@ -547,6 +557,9 @@ static void on_service(natsConnection *nc, natsSubscription *sub,
     else if (body_size >= 0) {
         long i;
 
+        /* nats-server's max_payload counts headers too, so near its limit
+         * (1 MB by default, 64 MB at most) the publish fails and the
+         * gateway sees a timeout: that is the point of big sizes. */
         if (!(buf = malloc(body_size ? (size_t)body_size : 1))) {
             reply_error(nc, msg, "500", "out of memory\n");
             goto done;

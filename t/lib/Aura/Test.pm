@@ -1,0 +1,131 @@
+# Licensed under the Apache License, Version 2.0 (see LICENSE).
+#
+# Aura::Test: helpers shared by the .t files: the example service's
+# execution counter, NATS stop/start, bounded polling, problem+json checks.
+package Aura::Test;
+
+use strict;
+use warnings FATAL => 'all';
+
+use Exporter 'import';
+use Time::HiRes qw(sleep time);
+use JSON::PP ();
+use Apache::Test ();
+use Apache::TestRequest ();
+use Apache::TestUtil qw(t_cmp);
+
+our @EXPORT_OK = qw(exec_count new_reqid wait_until problem_ok natsreq
+                    nats_stop nats_start t_dir json_body error_log_since
+                    error_log_size);
+
+sub t_dir { Apache::Test::vars('t_dir') }
+
+sub natsreq_bin { t_dir() . '/services/aura_natsreq' }
+
+# One request to a NATS subject, straight to the bus (not through httpd).
+# Returns (exit code, stdout).
+sub natsreq {
+    my ($subject, $payload) = @_;
+    my @cmd = (natsreq_bin(), '-s', $ENV{AURA_TEST_NATS_URL}, '-t', 2000,
+               $subject, defined $payload ? ($payload) : ());
+    open(my $fh, '-|', @cmd) or die "cannot run @cmd: $!";
+    local $/;
+    my $out = <$fh>;
+    close $fh;
+    return ($? >> 8, defined $out ? $out : '');
+}
+
+# How many times the example service executed the request with this id.
+sub exec_count {
+    my ($reqid) = @_;
+    my ($rc, $out) = natsreq('aura.example.count', $reqid);
+    die "count query failed ($rc)" if $rc;
+    return 0 + $out;
+}
+
+my $seq = 0;
+sub new_reqid {
+    my ($tag) = @_;
+    $seq++;
+    return sprintf('t-%s-%d-%d-%d', $tag || 'req', $$, int(time * 1000),
+                   $seq);
+}
+
+# Poll $cond (a sub returning true when done) every 50 ms for at most
+# $secs seconds.  Returns true if the condition held in time.
+sub wait_until {
+    my ($secs, $cond) = @_;
+    my $deadline = time + $secs;
+    while (time < $deadline) {
+        return 1 if $cond->();
+        sleep 0.05;
+    }
+    return $cond->() ? 1 : 0;
+}
+
+sub json_body {
+    my ($res) = @_;
+    my $data = eval { JSON::PP->new->decode($res->content) };
+    return $data;
+}
+
+# Checks a gateway error: status, problem+json type, request id in the
+# body equal to the X-Request-Id header.  Counts as 4 tests.
+sub problem_ok {
+    my ($res, $status, $type, $name) = @_;
+    my $p = json_body($res) || {};
+    Test::More::is($res->code, $status, "$name: status $status");
+    Test::More::like($res->header('Content-Type') || '',
+                     qr{^application/problem\+json}, "$name: problem+json");
+    Test::More::is($p->{type}, "/problems/$type", "$name: type $type");
+    Test::More::ok(defined $p->{request_id}
+                   && $p->{request_id} eq ($res->header('X-Request-Id') || ''),
+                   "$name: request id in body and header");
+}
+
+sub nats_pidfile { "$ENV{AURA_TEST_RUN}/nats.pid" }
+
+sub nats_stop {
+    open(my $fh, '<', nats_pidfile()) or die "no nats pid file: $!";
+    my $pid = <$fh>;
+    close $fh;
+    chomp $pid;
+    kill 'TERM', $pid;
+    wait_until(10, sub { !kill(0, $pid) })
+        or die "nats-server $pid did not stop";
+}
+
+sub nats_start {
+    my $run = $ENV{AURA_TEST_RUN};
+    my $port = $ENV{AURA_TEST_NATS_PORT};
+    my $pid = fork();
+    die "fork: $!" unless defined $pid;
+    if (!$pid) {
+        open(STDOUT, '>', '/dev/null');
+        open(STDERR, '>', '/dev/null');
+        exec('nats-server', '-a', '127.0.0.1', '-p', $port,
+             '-P', nats_pidfile(), '-l', "$run/nats.log")
+            or exit 127;
+    }
+    require IO::Socket::INET;
+    wait_until(10, sub {
+        IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port)
+    }) or die "nats-server did not come back on $port";
+}
+
+sub error_log_path { t_dir() . '/logs/error_log' }
+
+sub error_log_size { -s error_log_path() || 0 }
+
+# The error log written since byte offset $from.
+sub error_log_since {
+    my ($from) = @_;
+    open(my $fh, '<', error_log_path()) or return '';
+    seek($fh, $from, 0);
+    local $/;
+    my $text = <$fh>;
+    close $fh;
+    return defined $text ? $text : '';
+}
+
+1;
