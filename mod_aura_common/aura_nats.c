@@ -26,6 +26,9 @@
 /* Written in child_init only; read by worker threads afterwards. */
 static natsConnection *child_nc;
 static server_rec *child_server;
+/* Set by the child pool cleanup before the connection is destroyed, so
+ * the disconnect that destroying causes is not reported as an outage. */
+static volatile int child_exiting;
 
 static void on_connected(natsConnection *nc, void *closure)
 {
@@ -43,6 +46,9 @@ static void on_connected(natsConnection *nc, void *closure)
 static void on_disconnected(natsConnection *nc, void *closure)
 {
     (void)nc; (void)closure;
+    if (child_exiting) {
+        return;
+    }
     ap_log_error(APLOG_MARK, APLOG_WARNING, 0, child_server,
                  AURA_LOGNO(00011) "NATS connection lost (pid %"
                  APR_PID_T_FMT "), reconnecting", getpid());
@@ -64,6 +70,7 @@ static void on_closed(natsConnection *nc, void *closure)
 static apr_status_t nats_child_cleanup(void *data)
 {
     (void)data;
+    child_exiting = 1;
     if (child_nc) {
         natsConnection_Destroy(child_nc);
         child_nc = NULL;
@@ -156,8 +163,11 @@ void aura_nats_child_init(apr_pool_t *pchild, server_rec *s)
         st = natsConnection_Connect(&child_nc, opts);
         natsOptions_Destroy(opts);
     }
+    if (st == NATS_OK) {
+        on_connected(child_nc, NULL);
+    }
     /* NOT_YET_CONNECTED: retrying in the background, by design. */
-    if (st != NATS_OK && st != NATS_NOT_YET_CONNECTED) {
+    else if (st != NATS_NOT_YET_CONNECTED) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, AURA_LOGNO(00013)
                      "NATS connection could not be set up: %s (%s)",
                      natsStatus_GetText(st), nats_GetLastError(NULL));

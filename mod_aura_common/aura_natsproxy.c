@@ -83,6 +83,21 @@ static int read_body(request_rec *r, apr_int64_t limit, const char **body,
     return OK;
 }
 
+/* The path as the client sent it, still percent-encoded: httpd decodes
+ * r->uri and r->parsed_uri.path in place, and a service must see "%2F"
+ * apart from "/". */
+static const char *raw_path(request_rec *r)
+{
+    apr_uri_t uri;
+
+    if (r->unparsed_uri
+        && apr_uri_parse(r->pool, r->unparsed_uri, &uri) == APR_SUCCESS
+        && uri.path) {
+        return uri.path;
+    }
+    return r->uri;
+}
+
 static int refuse(request_rec *r, int status, const char *type,
                   const char *detail)
 {
@@ -194,7 +209,7 @@ int aura_natsproxy_handler(request_rec *r)
         return rc;
     }
     in.method = r->method;
-    in.path = r->parsed_uri.path ? r->parsed_uri.path : r->uri;
+    in.path = raw_path(r);
     in.query = r->args;
     in.request_id = aura_request_get(r)->request_id;
     in.plane = aura_plane_name(aura_request_get(r)->plane);

@@ -10,9 +10,9 @@ use warnings FATAL => 'all';
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 
-use Apache::Test qw(:withtestmore);
+use Test::More import => ['!plan'];
+use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET POST);
-use Test::More;
 use Aura::Test qw(exec_count new_reqid);
 
 plan tests => 2 * 13;
@@ -44,7 +44,11 @@ for my $vhost (qw(aura_data aura_mgmt)) {
     is($res->header('X-Request-Id'), $id, "$plane: and returned");
     is(exec_count($id), 1, "$plane: executed exactly once");
 
-    my $get = GET('/v1/db/rows', 'X-Request-Id' => "bad id\x01");
-    like($get->header('X-Request-Id') || '', qr/^[0-9a-f]{32}$/,
-         "$plane: a malformed X-Request-Id is replaced");
+    my @bad = ('has space', 'x' x 129, '<script>');
+    my @replaced = grep {
+        my $r = GET('/v1/db/rows', 'X-Request-Id' => $_);
+        ($r->header('X-Request-Id') || '') =~ /^[0-9a-f]{32}$/
+    } @bad;
+    is(scalar @replaced, scalar @bad,
+       "$plane: malformed X-Request-Ids (space, 129 chars, <>) replaced");
 }
