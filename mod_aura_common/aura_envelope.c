@@ -12,6 +12,7 @@
 #include "apr_strings.h"
 #include "apr_lib.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -143,6 +144,9 @@ natsStatus aura_envelope_encode(apr_pool_t *p, const char *subject,
     int i;
 
     *out = NULL;
+    if (in->body_len > INT_MAX) {
+        return NATS_INVALID_ARG;
+    }
     s = natsMsg_Create(&m, subject, NULL, in->body, (int)in->body_len);
     if (s != NATS_OK) {
         return s;
@@ -161,12 +165,16 @@ natsStatus aura_envelope_encode(apr_pool_t *p, const char *subject,
         s = set_if(m, AURA_HDR_PLANE, in->plane);
     }
 
-    connection = in->headers ? apr_table_get(in->headers, "Connection")
+    /* getm: every Connection line, joined, names hop-by-hop headers. */
+    connection = in->headers ? apr_table_getm(p, in->headers, "Connection")
                              : NULL;
     arr = in->headers ? apr_table_elts(in->headers) : NULL;
     e = arr ? (const apr_table_entry_t *)arr->elts : NULL;
     for (i = 0; s == NATS_OK && arr && i < arr->nelts; i++) {
+        /* CR or LF would end the NATS header line early: httpd's parser
+         * never lets one through, another module might. */
         if (!e[i].key || !e[i].val || !*e[i].val
+            || strpbrk(e[i].val, "\r\n")
             || !aura_envelope_request_header_ok(e[i].key, connection)) {
             continue;
         }

@@ -150,6 +150,9 @@ static int send_reply(request_rec *r, natsMsg *reply, const char *subject)
                       "the service sent a malformed reply");
     }
     r->status = out.status;
+    /* httpd sends "500 Internal Server Error" for a status it has no
+     * reason phrase for (418, 451...): give it one. */
+    r->status_line = ap_get_status_line_ex(r->pool, out.status);
     arr = apr_table_elts(out.headers);
     e = (const apr_table_entry_t *)arr->elts;
     for (i = 0; i < arr->nelts; i++) {

@@ -29,20 +29,20 @@ is($res->code, 201, 'Aura-Status 201 on a POST');
 
 # Reply headers.
 $res = GET('/v1/functions/h',
-           'X-Example-Reply-Header' => 'Set-Cookie: a=1',
-           'X-Example-Reply-Header' => 'Set-Cookie: b=2',
-           'X-Example-Reply-Header' => 'Cache-Control: no-cache',
-           'X-Example-Reply-Header' => 'Connection: close',
-           'X-Example-Reply-Header' => 'Keep-Alive: timeout=1',
-           'X-Example-Reply-Header' => 'Upgrade: h2c',
-           'X-Example-Reply-Header' => 'Aura-Role: service_role',
-           'X-Example-Reply-Header' => 'Aura-Internal: secret');
+           'X-Example-Reply-Header-1' => 'Set-Cookie: a=1',
+           'X-Example-Reply-Header-2' => 'Set-Cookie: b=2',
+           'X-Example-Reply-Header-3' => 'Cache-Control: no-cache',
+           'X-Example-Reply-Header-4' => 'Connection: x-from-service',
+           'X-Example-Reply-Header-5' => 'Keep-Alive: timeout=1',
+           'X-Example-Reply-Header-6' => 'Upgrade: h2c',
+           'X-Example-Reply-Header-7' => 'Aura-Role: service_role',
+           'X-Example-Reply-Header-8' => 'Aura-Internal: secret');
 is($res->code, 200, 'reply with extra headers: 200');
 is_deeply([sort $res->header('Set-Cookie')], ['a=1', 'b=2'],
           'a repeated reply header stays two headers');
 is($res->header('Cache-Control'), 'no-cache', 'an end-to-end header crosses');
-isnt(lc($res->header('Connection') || ''), 'close',
-     'Connection from the service does not cross');
+unlike($res->header('Connection') || '', qr/x-from-service/i,
+       'Connection from the service does not cross');
 ok(!defined $res->header('Keep-Alive'), 'Keep-Alive does not cross');
 ok(!defined $res->header('Upgrade'), 'Upgrade does not cross');
 ok(!defined $res->header('Aura-Role'), 'Aura-Role from the service dropped');
@@ -76,8 +76,10 @@ is_deeply($h->{'Aura-Query'}, ['q=1'], 'Aura-Query');
 is_deeply($h->{'Aura-Request-Id'}, [$id],
           'Aura-Request-Id is the gateway\'s, not a forged one');
 is_deeply($h->{'Aura-Plane'}, ['data'], 'Aura-Plane');
-is_deeply($h->{'x-multi'}, ['one', 'two'],
-          'a repeated header arrives as repeated values');
+# httpd joins a repeated request header into one value (RFC 9110 5.3)
+# before any module sees it; that one value crosses as it is.
+is_deeply($h->{'x-multi'}, ['one, two'],
+          'a repeated request header arrives as httpd combined it');
 is_deeply($h->{'x-custom-case'}, ['Value Kept'],
           'names lower-cased, values kept');
 is_deeply($h->{'x-after-empty'}, ['still-here'],

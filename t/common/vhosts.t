@@ -16,7 +16,7 @@ use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET);
 use Aura::Test qw(exec_count new_reqid);
 
-plan tests => 11;
+plan tests => 10;
 
 Apache::TestRequest::module('unrelated');
 
@@ -41,7 +41,3 @@ for my $vhost (qw(aura_data aura_mgmt)) {
     GET('/v1/functions/echo', 'X-Request-Id' => $id);
     is(exec_count($id), 1, "$vhost: the same route reaches the service");
 }
-
-Apache::TestRequest::module('aura_data');
-is(GET('/unrelated.txt')->code, 404,
-   'data plane: no file system behind it either');

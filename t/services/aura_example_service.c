@@ -12,7 +12,7 @@
  * Request headers it obeys (exact lower-case names, as the gateway sends
  * client headers): x-example-status (copied verbatim into Aura-Status),
  * x-example-malformed: missing-status, x-example-delay-ms (0..600000),
- * x-example-reply-header: "Name: value" (repeatable), x-example-headers:
+ * x-example-reply-header[-N]: "Name: value" (repeatable), x-example-headers:
  * json, x-example-body-size (0..64 MiB).  Anything else: echo the body.
  * Unusable values get a 400 saying why.  The count subject answers a
  * request id (the payload) with how many times it was received.
@@ -314,60 +314,78 @@ static char *headers_json(natsMsg *msg)
     return out;
 }
 
-/* Copy x-example-reply-header values ("Name: value") onto the reply.
- * Add, not Set: a test may repeat a name (two Set-Cookie) or duplicate
- * one the service already set (a second Aura-Status).  Returns NULL, or
- * why the request is refused. */
+/* Copy one "Name: value" onto the reply.  Add, not Set: a test may
+ * repeat a name (two Set-Cookie) or duplicate one the service already
+ * set (a second Aura-Status).  Returns NULL, or why it is refused. */
+static const char *add_reply_header(natsMsg *reply, const char *spec)
+{
+    const char *name = spec;
+    const char *colon = strchr(name, ':');
+    const char *name_end, *value, *value_end;
+    const char *err = NULL;
+    char *key, *val;
+
+    if (!colon) {
+        return "x-example-reply-header needs \"Name: value\"\n";
+    }
+    while (*name == ' ' || *name == '\t') {
+        name++;
+    }
+    name_end = colon;
+    while (name_end > name && (name_end[-1] == ' '
+                               || name_end[-1] == '\t')) {
+        name_end--;
+    }
+    value = colon + 1;
+    while (*value == ' ' || *value == '\t') {
+        value++;
+    }
+    value_end = value + strlen(value);
+    while (value_end > value && (value_end[-1] == ' '
+                                 || value_end[-1] == '\t')) {
+        value_end--;
+    }
+    if (name_end == name) {
+        return "x-example-reply-header has an empty name\n";
+    }
+    key = strndup(name, (size_t)(name_end - name));
+    val = strndup(value, (size_t)(value_end - value));
+    if (!key || !val || natsMsgHeader_Add(reply, key, val) != NATS_OK) {
+        err = "cannot add reply header\n";
+    }
+    free(key);
+    free(val);
+    return err;
+}
+
+/* Every request header whose name starts with x-example-reply-header
+ * (x-example-reply-header, x-example-reply-header-2, ...) adds one reply
+ * header per value.  Distinct names matter: httpd joins repeated request
+ * headers into one comma-separated value before the gateway sees them. */
 static const char *add_reply_headers(natsMsg *msg, natsMsg *reply)
 {
-    const char **vals = NULL;
-    int nvals = 0, i;
+    static const char prefix[] = "x-example-reply-header";
+    const char **keys = NULL;
+    int nkeys = 0, k;
     const char *err = NULL;
 
-    if (natsMsgHeader_Values(msg, "x-example-reply-header", &vals,
-                             &nvals) != NATS_OK) {
+    if (natsMsgHeader_Keys(msg, &keys, &nkeys) != NATS_OK) {
         return NULL;
     }
-    for (i = 0; !err && i < nvals; i++) {
-        const char *name = vals[i];
-        const char *colon = strchr(name, ':');
-        const char *name_end, *value, *value_end;
-        char *key, *val;
+    for (k = 0; !err && k < nkeys; k++) {
+        const char **vals = NULL;
+        int nvals = 0, i;
 
-        if (!colon) {
-            err = "x-example-reply-header needs \"Name: value\"\n";
-            break;
+        if (strncmp(keys[k], prefix, sizeof(prefix) - 1) != 0
+            || natsMsgHeader_Values(msg, keys[k], &vals, &nvals) != NATS_OK) {
+            continue;
         }
-        while (*name == ' ' || *name == '\t') {
-            name++;
+        for (i = 0; !err && i < nvals; i++) {
+            err = add_reply_header(reply, vals[i]);
         }
-        name_end = colon;
-        while (name_end > name && (name_end[-1] == ' '
-                                   || name_end[-1] == '\t')) {
-            name_end--;
-        }
-        value = colon + 1;
-        while (*value == ' ' || *value == '\t') {
-            value++;
-        }
-        value_end = value + strlen(value);
-        while (value_end > value && (value_end[-1] == ' '
-                                     || value_end[-1] == '\t')) {
-            value_end--;
-        }
-        if (name_end == name) {
-            err = "x-example-reply-header has an empty name\n";
-            break;
-        }
-        key = strndup(name, (size_t)(name_end - name));
-        val = strndup(value, (size_t)(value_end - value));
-        if (!key || !val || natsMsgHeader_Add(reply, key, val) != NATS_OK) {
-            err = "cannot add reply header\n";
-        }
-        free(key);
-        free(val);
+        free((void *)vals);
     }
-    free((void *)vals);
+    free((void *)keys);
     return err;
 }
 

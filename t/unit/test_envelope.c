@@ -402,17 +402,18 @@ static const encode_case_t encode_cases[] = {
         { "Aura-Query", "aura-query", "AURA-QUERY" },
     },
     {
-        "empty query is still a query", NULL,
+        /* nats.c 3.4.1 cannot parse an empty header value back. */
+        "empty query sends no Aura-Query",
+        "empty header values (nats.c 3.4.1 parser)",
         "GET", "/x", "", "req-2", "data",
         { { NULL, NULL } },
         {
             { "Aura-Method", "GET" },
             { "Aura-Path", "/x" },
-            { "Aura-Query", "" },
             { "Aura-Request-Id", "req-2" },
             { "Aura-Plane", "data" },
         },
-        { NULL },
+        { "Aura-Query" },
     },
     {
         "client cannot forge envelope headers", NULL,
@@ -485,25 +486,40 @@ static const encode_case_t encode_cases[] = {
         { "connection" },
     },
     {
-        "empty header value survives", NULL,
+        /* On the wire an empty value would swallow the next header. */
+        "empty client value is not sent, the next header survives",
+        "empty header values (nats.c 3.4.1 parser)",
         "GET", "/e", NULL, "r", "data",
         {
             { "X-Empty", "" },
+            { "X-After", "v" },
+            { "X-Twice", "" },
+            { "X-Twice", "second" },
         },
         {
             { "Aura-Method", "GET" },
             { "Aura-Path", "/e" },
             { "Aura-Request-Id", "r" },
             { "Aura-Plane", "data" },
-            { "x-empty", "" },
+            { "x-after", "v" },
+            { "x-twice", "second" },
         },
-        { NULL },
+        { "x-empty", "X-Empty" },
     },
-#ifdef AURA_TEST_KNOWN_BUGS
     {
-        /* RFC 9110 5.3: repeated field lines form one list.  Only the
-         * first Connection line is consulted (apr_table_get).  Latent
-         * under httpd, which merges repeated request headers. */
+        "empty envelope values are not sent",
+        "empty header values (nats.c 3.4.1 parser)",
+        "", "/p", NULL, "", "",
+        { { NULL, NULL } },
+        {
+            { "Aura-Path", "/p" },
+        },
+        { "Aura-Method", "Aura-Request-Id", "Aura-Plane", "Aura-Query" },
+    },
+    {
+        /* RFC 9110 5.3: repeated field lines form one list.  Regression:
+         * only the first Connection line was read (apr_table_get).
+         * Latent under httpd, which merges repeated request headers. */
         "two Connection lines: both name hop headers",
         "unfiled: Connection read with apr_table_get",
         "GET", "/c", NULL, "r", "data",
@@ -520,7 +536,6 @@ static const encode_case_t encode_cases[] = {
         },
         { "x-hop" },
     },
-#endif
 };
 
 /* Values of key in want, in order; returns how many. */
@@ -840,13 +855,6 @@ static const decode_case_t decode_cases[] = {
         APR_SUCCESS, 204,
         { { NULL, NULL } },
     },
-    {
-        "empty header value kept", NULL,
-        { { "Aura-Status", "200" }, { "X-Empty", "" } },
-        NULL, 0,
-        APR_SUCCESS, 200,
-        { { "X-Empty", "" } },
-    },
 
     /* malformed: 502 */
     {
@@ -915,25 +923,37 @@ static const decode_case_t decode_cases[] = {
         NULL, 0,
         APR_EINVAL, 0, { { NULL, NULL } },
     },
-#ifdef AURA_TEST_KNOWN_BUGS
     /* nats.c >= 3.0 keeps keys case-sensitive, so these are two keys
-     * with one value each; decode takes whichever it sees last (hash
-     * order) instead of refusing the ambiguous reply. */
+     * with one value each; whichever hash order decode sees, the reply
+     * is ambiguous and refused. */
     {
         "Aura-Status twice in different case",
-        "unfiled: case-split duplicate Aura-Status accepted",
+        "case-split duplicate Aura-Status",
         { { "Aura-Status", "200" }, { "AURA-STATUS", "503" } },
         NULL, 0,
         APR_EINVAL, 0, { { NULL, NULL } },
     },
     {
-        "invalid Aura-Status hidden by a lower-case valid one",
-        "unfiled: case-split duplicate Aura-Status accepted",
+        "Aura-Status twice in different case, same value",
+        "case-split duplicate Aura-Status",
+        { { "Aura-Status", "200" }, { "aura-status", "200" } },
+        NULL, 0,
+        APR_EINVAL, 0, { { NULL, NULL } },
+    },
+    {
+        "invalid Aura-Status beside a lower-case valid one",
+        "case-split duplicate Aura-Status",
         { { "Aura-Status", "abc" }, { "aura-status", "200" } },
         NULL, 0,
         APR_EINVAL, 0, { { NULL, NULL } },
     },
-#endif
+    {
+        "valid Aura-Status beside an invalid lower-case one",
+        "case-split duplicate Aura-Status",
+        { { "Aura-Status", "200" }, { "aura-status", "abc" } },
+        NULL, 0,
+        APR_EINVAL, 0, { { NULL, NULL } },
+    },
 };
 
 typedef struct {
@@ -1041,9 +1061,9 @@ static void test_decode(void **state)
             }
         }
         else {
+            /* out.status is unspecified on failure. */
             assert_non_null(err);
             assert_true(err[0] != '\0');
-            assert_int_equal(out.status, 0);
         }
         natsMsg_Destroy(m);
     }
