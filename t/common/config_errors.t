@@ -1,0 +1,93 @@
+# Licensed under the Apache License, Version 2.0 (see LICENSE).
+#
+# Bad configuration is refused at config time (`apache2 -t`), with a
+# message that names the directive, the bad value and what is accepted,
+# and the file and line it came from.
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use Test::More import => ['!plan'];
+use Apache::Test qw(-withtestmore);
+use File::Temp qw(tempdir);
+use Aura::Test qw(t_dir);
+
+my $top = t_dir() . '/..';
+my $httpd = Apache::Test::vars('httpd');
+my $modules = Apache::Test::vars('src_dir') || '/usr/lib/apache2/modules';
+
+my @cases = (
+    [ 'AuraPlane outside a VirtualHost', "AuraPlane data\n",
+      qr/AuraPlane must be inside a <VirtualHost>/ ],
+    [ 'AuraPlane with an unknown plane',
+      "<VirtualHost 127.0.0.1:1>\nAuraPlane public\n</VirtualHost>\n",
+      qr/AuraPlane: 'public' is not one of: data \| management \| none/ ],
+    [ 'AuraService with an unknown service',
+      "<Location /x>\nAuraService billing nats:aura.billing\n</Location>\n",
+      qr/AuraService: 'billing' is not one of: auth \| db/ ],
+    [ 'AuraService with a bad upstream',
+      "<Location /x>\nAuraService db ftp://x\n</Location>\n",
+      qr/AuraService: upstream 'ftp:\/\/x' must be nats:<subject> or an http/ ],
+    [ 'AuraService with a wildcard subject',
+      "<Location /x>\nAuraService db nats:aura.*\n</Location>\n",
+      qr/'aura\.\*' is not a NATS subject/ ],
+    [ 'AuraTimeout of zero', "<Location /x>\nAuraTimeout 0\n</Location>\n",
+      qr/AuraTimeout: '0' is not a duration between 1 ms and 3600 s/ ],
+    [ 'AuraTimeout above the bound',
+      "<Location /x>\nAuraTimeout 2h\n</Location>\n",
+      qr/AuraTimeout: '2h' is not a duration/ ],
+    [ 'AuraNATSServers in a VirtualHost',
+      "<VirtualHost 127.0.0.1:1>\nAuraNATSServers nats://h:1\n</VirtualHost>\n",
+      qr/AuraNATSServers cannot occur within <VirtualHost> section/ ],
+    [ 'AuraNATSServers with a non-NATS URL',
+      "AuraNATSServers http://h:1\n",
+      qr/AuraNATSServers: 'http:\/\/h:1' is not a NATS URL/ ],
+    [ 'AuraNATSMaxReconnect with a word',
+      "AuraNATSMaxReconnect forever\n",
+      qr/AuraNATSMaxReconnect: 'forever' is not 'unlimited' or a number/ ],
+    [ 'AuraService in .htaccess-style context (server level)',
+      "AuraService db nats:aura.db\n",
+      qr/AuraService not allowed here/ ],
+);
+
+plan tests => 2 * @cases + 3;
+
+my $dir = tempdir(CLEANUP => 1);
+
+sub check_conf {
+    my ($body, $with_planes) = @_;
+    my $file = "$dir/httpd.conf";
+    open(my $fh, '>', $file) or die "$file: $!";
+    print $fh "ServerRoot $dir\nServerName localhost\n"
+            . "PidFile $dir/httpd.pid\nErrorLog $dir/error.log\n"
+            . "Listen 127.0.0.1:1\n"
+            . "LoadModule mpm_event_module $modules/mod_mpm_event.so\n"
+            . "LoadModule authz_core_module $modules/mod_authz_core.so\n"
+            . "LoadModule aura_common_module "
+            . "$top/mod_aura_common/mod_aura_common.so\n";
+    print $fh "LoadModule aura_data_module $top/mod_aura_data/mod_aura_data.so\n"
+        if $with_planes;
+    print $fh $body;
+    close $fh;
+    my $out = `$httpd -t -f $file 2>&1`;
+    return ($? >> 8, $out, $file);
+}
+
+for my $c (@cases) {
+    my ($name, $body, $re) = @$c;
+    my ($rc, $out, $file) = check_conf($body, 1);
+    isnt($rc, 0, "$name: refused");
+    like($out, $re, "$name: says why") or diag($out);
+}
+
+my ($rc, $out) = check_conf(
+    "<VirtualHost 127.0.0.1:1>\nAuraPlane data\n</VirtualHost>\n", 0);
+isnt($rc, 0, 'AuraPlane data without mod_aura_data: refused');
+like($out, qr/AURA00001: AuraPlane data in the VirtualHost defined at \S+:\d+ needs mod_aura_data/,
+     'names the VirtualHost\'s file and line and the missing module');
+
+($rc, $out) = check_conf(
+    "<VirtualHost 127.0.0.1:1>\nAuraPlane data\n</VirtualHost>\n", 1);
+is($rc, 0, 'the same config with mod_aura_data loaded is fine') or diag($out);
