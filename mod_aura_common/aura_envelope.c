@@ -191,6 +191,7 @@ natsStatus aura_envelope_encode(apr_pool_t *p, const char *subject,
 
 static apr_status_t copy_reply_header(natsMsg *reply,
                                       const char *key,
+                                      const char *connection,
                                       aura_envelope_reply_t *out,
                                       const char **err)
 {
@@ -217,7 +218,8 @@ static apr_status_t copy_reply_header(natsMsg *reply,
             return APR_EINVAL;
         }
     }
-    else if (aura_envelope_reply_header_ok(key)) {
+    else if (aura_envelope_reply_header_ok(key)
+             && !named_by_connection(key, connection)) {
         for (j = 0; j < count; j++) {
             apr_table_add(out->headers, key, values[j]);
         }
@@ -226,11 +228,37 @@ static apr_status_t copy_reply_header(natsMsg *reply,
     return APR_SUCCESS;
 }
 
+/* The reply's Connection values, joined: the headers they name are
+ * hop-by-hop too (RFC 9110 7.6.1), whatever the service meant. */
+static const char *reply_connection(apr_pool_t *p, natsMsg *reply,
+                                    const char **keys, int count)
+{
+    const char *joined = NULL;
+    int i, j;
+
+    for (i = 0; i < count; i++) {
+        const char **values = NULL;
+        int n = 0;
+
+        if (strcasecmp(keys[i], "connection")
+            || natsMsgHeader_Values(reply, keys[i], &values, &n) != NATS_OK) {
+            continue;
+        }
+        for (j = 0; j < n; j++) {
+            joined = joined ? apr_pstrcat(p, joined, ",", values[j], NULL)
+                            : apr_pstrdup(p, values[j]);
+        }
+        free((void *)values);
+    }
+    return joined;
+}
+
 apr_status_t aura_envelope_decode(apr_pool_t *p, natsMsg *reply,
                                   aura_envelope_reply_t *out,
                                   const char **err)
 {
     const char **keys = NULL;
+    const char *connection;
     int count = 0, i;
     natsStatus s;
     apr_status_t rv = APR_SUCCESS;
@@ -250,8 +278,9 @@ apr_status_t aura_envelope_decode(apr_pool_t *p, natsMsg *reply,
         *err = "reply headers could not be parsed";
         return APR_EINVAL;
     }
+    connection = reply_connection(p, reply, keys, count);
     for (i = 0; i < count && rv == APR_SUCCESS; i++) {
-        rv = copy_reply_header(reply, keys[i], out, err);
+        rv = copy_reply_header(reply, keys[i], connection, out, err);
     }
     free((void *)keys);
     if (rv != APR_SUCCESS) {

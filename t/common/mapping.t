@@ -17,7 +17,7 @@ use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET POST);
 use Aura::Test qw(json_body new_reqid);
 
-plan tests => 2 + 9 + 18 + 3;
+plan tests => 2 + 10 + 18 + 3;
 
 Apache::TestRequest::module('aura_data');
 
@@ -36,7 +36,8 @@ $res = GET('/v1/functions/h',
            'X-Example-Reply-Header-5' => 'Keep-Alive: timeout=1',
            'X-Example-Reply-Header-6' => 'Upgrade: h2c',
            'X-Example-Reply-Header-7' => 'Aura-Role: service_role',
-           'X-Example-Reply-Header-8' => 'Aura-Internal: secret');
+           'X-Example-Reply-Header-8' => 'Aura-Internal: secret',
+           'X-Example-Reply-Header-9' => 'X-From-Service: hop');
 is($res->code, 200, 'reply with extra headers: 200');
 is_deeply([sort $res->header('Set-Cookie')], ['a=1', 'b=2'],
           'a repeated reply header stays two headers');
@@ -44,6 +45,8 @@ is($res->header('Cache-Control'), 'no-cache', 'an end-to-end header crosses');
 unlike($res->header('Connection') || '', qr/x-from-service/i,
        'Connection from the service does not cross');
 ok(!defined $res->header('Keep-Alive'), 'Keep-Alive does not cross');
+ok(!defined $res->header('X-From-Service'),
+   'a header the reply\'s Connection names does not cross');
 ok(!defined $res->header('Upgrade'), 'Upgrade does not cross');
 ok(!defined $res->header('Aura-Role'), 'Aura-Role from the service dropped');
 ok(!defined $res->header('Aura-Internal'), 'Aura-* from the service dropped');
