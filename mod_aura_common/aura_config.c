@@ -354,7 +354,7 @@ static const char *set_health_detail(cmd_parms *cmd, void *dirv, int on)
 
 const command_rec aura_cmds[] = {
     AP_INIT_TAKE1("AuraPlane", set_plane, NULL, RSRC_CONF,
-                  "The plane this VirtualHost serves: data | management"),
+                  "The plane this VirtualHost serves: data | management | none"),
     AP_INIT_ITERATE("AuraNATSServers", set_nats_servers, NULL, RSRC_CONF,
                     "NATS server URLs (one, or several of a cluster)"),
     AP_INIT_TAKE1("AuraNATSName", set_nats_name, NULL, RSRC_CONF,
