@@ -1,0 +1,92 @@
+# Licensed under the Apache License, Version 2.0 (see LICENSE).
+#
+# A private httpd with the modules, started and stopped: it serves while
+# NATS is unreachable (children never block on it), and after a stop
+# nothing of it is left: no process, no shared-memory object, no lock or
+# socket file.
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use Test::More import => ['!plan'];
+use Apache::Test qw(-withtestmore);
+use File::Temp qw(tempdir);
+use IO::Socket::INET;
+use Aura::Test qw(t_dir wait_until);
+
+plan tests => 6;
+
+my $top = t_dir() . '/..';
+my $httpd = Apache::Test::vars('httpd');
+my $modules = '/usr/lib/apache2/modules';
+my $dir = tempdir(CLEANUP => 1);
+my $port = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1',
+                                 LocalPort => 0)->sockport;
+my $dead = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1',
+                                 LocalPort => 0)->sockport;  # closed below
+
+open(my $fh, '>', "$dir/httpd.conf") or die $!;
+print $fh <<"CONF";
+ServerRoot $dir
+ServerName localhost
+PidFile $dir/httpd.pid
+ErrorLog $dir/error.log
+Listen 127.0.0.1:$port
+LoadModule mpm_event_module $modules/mod_mpm_event.so
+LoadModule authz_core_module $modules/mod_authz_core.so
+LoadModule aura_common_module $top/mod_aura_common/mod_aura_common.so
+LoadModule aura_data_module $top/mod_aura_data/mod_aura_data.so
+StartServers 2
+ServerLimit 2
+ThreadsPerChild 4
+MaxRequestWorkers 8
+AuraNATSServers nats://127.0.0.1:$dead
+<VirtualHost 127.0.0.1:$port>
+    AuraPlane data
+    <Location /health>
+        SetHandler aura-health
+    </Location>
+</VirtualHost>
+CONF
+close $fh;
+
+sub shm_objects { opendir(my $d, '/dev/shm') or return (); grep { !/^\./ } readdir $d }
+my %shm_before = map { $_ => 1 } shm_objects();
+
+system("$httpd -f $dir/httpd.conf -k start");
+ok(wait_until(10, sub { -s "$dir/httpd.pid" }), 'started with NATS unreachable');
+sub get_health {
+    my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port") or return '';
+    print $s "GET /health?ready HTTP/1.0\r\n\r\n";
+    local $/;
+    return <$s> // '';
+}
+my $res = '';
+wait_until(10, sub { ($res = get_health()) =~ m{^HTTP/1\.\d 503} });
+like($res, qr{^HTTP/1\.\d 503}, 'serves at once: not ready while NATS is down');
+
+open($fh, '<', "$dir/httpd.pid") or die $!;
+chomp(my $pid = <$fh>);
+close $fh;
+system("$httpd -f $dir/httpd.conf -k stop");
+ok(wait_until(15, sub { !kill(0, $pid) || zombie($pid) }), 'stopped');
+
+sub zombie {
+    my ($p) = @_;
+    open(my $s, '<', "/proc/$p/stat") or return 1;
+    my $stat = <$s>;
+    return $stat =~ /^\d+ \(.*\) Z/;
+}
+
+my @left = grep { !$shm_before{$_} } shm_objects();
+is("@left", '', 'no shared-memory object left in /dev/shm');
+opendir(my $d, $dir) or die $!;
+my @files = sort grep { !/^\.\.?$/ } readdir $d;
+closedir $d;
+is("@files", 'error.log httpd.conf', 'only the config and its log remain');
+open($fh, '<', "$dir/error.log") or die $!;
+my $log = do { local $/; <$fh> };
+close $fh;
+unlike($log, qr/AH00\d+: .*(segfault|exit signal)/i, 'no child crashed');
