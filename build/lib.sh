@@ -65,3 +65,144 @@ aura_stop_pidfile() {
     kill -9 "$_pid" 2>/dev/null
     rm -f "$1"
 }
+
+# --- PostgreSQL: a throwaway cluster for the key store ------------------
+#
+# Layout under RUNDIR: pg/data (the cluster; also its Unix socket and
+# postmaster.pid), pg/postgres.log (the server log), pg/initdb.log.
+# PostgreSQL refuses to run as root: as root, RUNDIR/pg belongs to the
+# postgres system user (created by Debian's postgresql package) and the
+# server programs (initdb, pg_ctl, postgres) run as that user through
+# runuser; RUNDIR itself must then be searchable by others (mode 755).
+# As any other user they run as that user.
+
+# The directory of the server programs: pg_config's (libpq-dev), else the
+# newest /usr/lib/postgresql/*/bin that has initdb (pg_config may belong
+# to a newer libpq than the installed server).
+aura_pg_bindir() {
+    _aura_pg_b=$(pg_config --bindir 2>/dev/null) || _aura_pg_b=
+    if [ -n "$_aura_pg_b" ] && [ -x "$_aura_pg_b/initdb" ]; then
+        echo "$_aura_pg_b"
+        return 0
+    fi
+    for _aura_pg_b in $(printf '%s\n' /usr/lib/postgresql/*/bin \
+                        | sort -r -V); do
+        if [ -x "$_aura_pg_b/initdb" ]; then
+            echo "$_aura_pg_b"
+            return 0
+        fi
+    done
+    aura_log "error: no PostgreSQL server programs (initdb) found:" \
+        "install postgresql"
+    return 1
+}
+
+# Run a server program as the cluster's owner: postgres when we are root.
+# From / (every path given to them is absolute): the PostgreSQL programs
+# complain, or fail, when they cannot enter the current directory (a
+# root-only clone, say).
+_aura_pg_as_owner() {
+    if [ "$(id -u)" = 0 ]; then
+        (cd / && runuser -u postgres -- "$@")
+    else
+        (cd / && "$@")
+    fi
+}
+
+# Start the existing cluster in RUNDIR/pg/data on 127.0.0.1:PORT and wait
+# (pg_ctl -w) until it accepts connections: aura_pg_ctl_start RUNDIR PORT
+# Durability is off (fsync, synchronous commit, full pages): the cluster
+# is thrown away with RUNDIR.
+aura_pg_ctl_start() {
+    _aura_pg_bin=$(aura_pg_bindir) || exit 1
+    _aura_pg_dir=$(cd "$1" && pwd)/pg || aura_die "no run directory $1"
+    _aura_pg_as_owner "$_aura_pg_bin/pg_ctl" -D "$_aura_pg_dir/data" \
+        -l "$_aura_pg_dir/postgres.log" -s -w -t 60 \
+        -o "-h 127.0.0.1 -p $2 -k '$_aura_pg_dir/data' -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+        start >/dev/null 2>&1 || {
+        tail -n 20 "$_aura_pg_dir/postgres.log" >&2 2>/dev/null
+        aura_die "PostgreSQL did not start on port $2" \
+            "(see $_aura_pg_dir/postgres.log)"
+    }
+}
+
+# Create a cluster in RUNDIR/pg/data, start it on 127.0.0.1:PORT, create
+# the database aura and load conf/schema.sql into it:
+# aura_start_postgres RUNDIR PORT
+aura_start_postgres() {
+    _aura_pg_bin=$(aura_pg_bindir) || exit 1
+    _aura_pg_dir=$(cd "$1" && pwd)/pg || aura_die "no run directory $1"
+    mkdir "$_aura_pg_dir" || aura_die "cannot create $_aura_pg_dir"
+    if [ "$(id -u)" = 0 ]; then
+        chown postgres: "$_aura_pg_dir" || aura_die "chown $_aura_pg_dir"
+        runuser -u postgres -- test -w "$_aura_pg_dir" 2>/dev/null \
+            || aura_die "the postgres user cannot write to $_aura_pg_dir:" \
+                        "$1 and the folders above it must be searchable" \
+                        "by others (chmod 755)"
+    fi
+    # Trust authentication: the cluster listens on 127.0.0.1 only (and on
+    # a socket inside its own 0700 data directory), lives as long as the
+    # run directory, and holds test or demo data only.
+    _aura_pg_as_owner "$_aura_pg_bin/initdb" -D "$_aura_pg_dir/data" \
+        -A trust -U aura --no-sync --encoding=UTF8 --locale=C \
+        >"$_aura_pg_dir/initdb.log" 2>&1 || {
+        cat "$_aura_pg_dir/initdb.log" >&2
+        aura_die "initdb failed"
+    }
+    aura_pg_ctl_start "$1" "$2"
+    _aura_psql "$2" postgres -c 'create database aura' \
+        || aura_die "cannot create the database aura on port $2"
+    aura_psql "$1" "$2" -f "$AURA_TOP/conf/schema.sql" \
+        || aura_die "loading conf/schema.sql failed"
+}
+
+# Stop the cluster in RUNDIR/pg/data (fast shutdown: sessions are ended)
+# and wait until it is down; pg_ctl signals the postmaster named by the
+# cluster's own postmaster.pid.  Nothing to do when it is not running:
+# aura_stop_postgres RUNDIR
+aura_stop_postgres() {
+    [ -f "$1/pg/data/postmaster.pid" ] || return 0
+    _aura_pg_bin=$(aura_pg_bindir) || return 1
+    _aura_pg_data=$(cd "$1/pg/data" && pwd) || return 1
+    _aura_pg_as_owner "$_aura_pg_bin/pg_ctl" -D "$_aura_pg_data" \
+        -m fast -s -w -t 30 stop >/dev/null 2>&1 && return 0
+    # pg_ctl status: 3 when no server runs (a stale postmaster.pid).
+    _aura_pg_st=0
+    _aura_pg_as_owner "$_aura_pg_bin/pg_ctl" -D "$_aura_pg_data" \
+        status >/dev/null 2>&1 || _aura_pg_st=$?
+    [ "$_aura_pg_st" -eq 3 ] && return 0
+    aura_log "PostgreSQL in $_aura_pg_data did not stop in 30 s:" \
+        "immediate shutdown"
+    _aura_pg_as_owner "$_aura_pg_bin/pg_ctl" -D "$_aura_pg_data" \
+        -m immediate -s -w -t 30 stop >/dev/null 2>&1
+}
+
+# psql on database DB of the cluster on 127.0.0.1:PORT, as its superuser
+# aura: _aura_psql PORT DB [psql args]
+# psql is a client: it runs as the calling user, root included (only the
+# server refuses root), so it can read -f files from a root-only tree.
+_aura_psql() {
+    _aura_pg_port=$1
+    _aura_pg_db=$2
+    shift 2
+    _aura_pg_bin=$(aura_pg_bindir) || return 1
+    # From / if we cannot enter the current directory (see above); relative
+    # -f paths could not be read from there anyway.
+    if [ -x . ]; then
+        "$_aura_pg_bin/psql" -h 127.0.0.1 -p "$_aura_pg_port" -U aura \
+            -d "$_aura_pg_db" -v ON_ERROR_STOP=1 -X -q "$@"
+    else
+        (cd / && "$_aura_pg_bin/psql" -h 127.0.0.1 -p "$_aura_pg_port" \
+            -U aura -d "$_aura_pg_db" -v ON_ERROR_STOP=1 -X -q "$@")
+    fi
+}
+
+# psql on the database aura of the cluster in RUNDIR on 127.0.0.1:PORT:
+# aura_psql RUNDIR PORT [psql args]   e.g. -f FILE, -c SQL, -At -c SQL,
+# or SQL on stdin.  RUNDIR names the cluster for symmetry with the other
+# functions; psql reaches it over TCP, as the calling user (see above).
+aura_psql() {
+    _aura_pg_port=$2
+    shift 2
+    _aura_psql "$_aura_pg_port" aura "$@"
+}

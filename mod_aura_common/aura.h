@@ -11,6 +11,9 @@
  * AURA_API_MAJOR for anything that breaks a plane module built earlier):
  *   2026-12-02  1.0  first API: planes, request setup, route claim,
  *                    problem notes, NATS state.
+ *   2026-12-02  1.1  identity in aura_request_t; aura_auth_apikey,
+ *                    aura_auth_bearer, aura_route_public,
+ *                    aura_route_streaming, aura_cors_preflight.
  */
 #ifndef AURA_H
 #define AURA_H
@@ -26,7 +29,7 @@
  */
 
 #define AURA_API_MAJOR 1
-#define AURA_API_MINOR 0
+#define AURA_API_MINOR 1
 
 /* The export trio, as mod_proxy.h, mod_dbd.h and mod_watchdog.h spell it.
  * The modules are built with -fvisibility=hidden: only what carries
@@ -62,6 +65,18 @@ typedef struct aura_request_t {
     const char *request_id;
     /** Start of the request, for durations. */
     apr_time_t start;
+    /* 1.1: the verified identity, NULL until authentication set it.
+     * Forwarded as Aura-Project, Aura-Org, Aura-Role, Aura-Key-Role,
+     * Aura-Actor; a client can never set any of them. */
+    const char *project;
+    const char *org;
+    const char *plan;
+    const char *key_role;   /**< anon | service_role (from the key store) */
+    const char *role;       /**< data: anon | authenticated | service_role */
+    const char *actor;      /**< the JWT's sub, else key:<hash prefix> */
+    /** The apikey query parameter, taken out of r->args and redacted from
+     *  the request line; only streaming Locations may use it. */
+    const char *query_key;
 } aura_request_t;
 
 /**
@@ -155,6 +170,49 @@ static APR_INLINE int aura_api_check(server_rec *s, const char *plane_module)
     }
     return OK;
 }
+
+/**
+ * Whether the Location needs no credential (AuraPublic On).
+ */
+AURA_DECLARE(int) aura_route_public(request_rec *r);
+
+/**
+ * Whether the Location streams (AuraStreaming On): WebSocket or SSE,
+ * where browsers cannot set headers, so ?apikey= is accepted there.
+ */
+AURA_DECLARE(int) aura_route_streaming(request_rec *r);
+
+/**
+ * Authenticate the request's API key (apikey or X-API-Key header; the
+ * apikey query parameter only when allow_query and never for a
+ * service_role key).  On success the key's project, org, plan and role
+ * are set in the request state, and the key headers are removed from
+ * r->headers_in so nothing forwards them.
+ * @param r the request
+ * @param allow_query whether a key from the query string is acceptable
+ * @return OK; 401 (missing-key, invalid-key, key-not-allowed-in-query)
+ *         or 503 (store-unavailable) with the problem noted.
+ */
+AURA_DECLARE(int) aura_auth_apikey(request_rec *r, int allow_query);
+
+/**
+ * Verify an "Authorization: Bearer" token against the VirtualHost's
+ * AuraJWT* keys and policy.  On success sets the actor (sub), role
+ * "authenticated" and r->user.
+ * @return DECLINED when there is no bearer token; OK; 401 (invalid-token)
+ *         with the problem noted: an invalid token is never a silent
+ *         downgrade to anonymous.
+ */
+AURA_DECLARE(int) aura_auth_bearer(request_rec *r);
+
+/**
+ * Answer a CORS preflight (OPTIONS with Origin and
+ * Access-Control-Request-Method) before anything else runs: no
+ * credential, no limiter.  Call from quick_handler.
+ * @return HTTP_NO_CONTENT (the CORS headers are added by the response
+ *         filter) or DECLINED when the request is not a preflight.
+ */
+AURA_DECLARE(int) aura_cors_preflight(request_rec *r);
 
 /** @} */
 #endif /* AURA_H */

@@ -7,6 +7,7 @@
  * level.  No directive is allowed in .htaccess.
  */
 #include "aura_private.h"
+#include "aura_jwt.h"
 
 #include "http_core.h"
 #include "apr_strings.h"
@@ -50,6 +51,23 @@ void *aura_create_server_conf(apr_pool_t *p, server_rec *s)
     c->nats_reconnect_wait = AURA_UNSET;
     c->nats_max_reconnect = AURA_NATS_RECONNECT_UNSET;
     c->nats_ping_interval = AURA_UNSET;
+    c->db_params = NULL;
+    c->db_pool_max = AURA_UNSET;
+    c->db_timeout = AURA_UNSET;
+    c->key_cache_ttl = AURA_UNSET;
+    c->key_cache_size = AURA_UNSET;
+    c->jwt_sources = NULL;
+    c->jwt_algs = 0;
+    c->jwt_leeway = AURA_UNSET;
+    c->jwt_issuer = NULL;
+    c->jwt_audience = NULL;
+    c->jwt_max_len = AURA_UNSET;
+    c->jwks_refresh = AURA_UNSET;
+    c->jwt = NULL;
+    c->cors_methods = NULL;
+    c->cors_headers = NULL;
+    c->cors_expose = NULL;
+    c->cors_max_age = AURA_UNSET;
     return c;
 }
 
@@ -72,6 +90,24 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
             ? add->nats_max_reconnect : base->nats_max_reconnect;
     c->nats_ping_interval = merge_time(base->nats_ping_interval,
                                        add->nats_ping_interval);
+    c->db_params = merge_ptr(base->db_params, add->db_params);
+    c->db_pool_max = merge_int(base->db_pool_max, add->db_pool_max);
+    c->db_timeout = merge_time(base->db_timeout, add->db_timeout);
+    c->key_cache_ttl = merge_time(base->key_cache_ttl, add->key_cache_ttl);
+    c->key_cache_size = merge_int(base->key_cache_size, add->key_cache_size);
+    c->jwt_sources = (apr_array_header_t *)merge_ptr(base->jwt_sources,
+                                                     add->jwt_sources);
+    c->jwt_algs = add->jwt_algs ? add->jwt_algs : base->jwt_algs;
+    c->jwt_leeway = merge_time(base->jwt_leeway, add->jwt_leeway);
+    c->jwt_issuer = merge_ptr(base->jwt_issuer, add->jwt_issuer);
+    c->jwt_audience = merge_ptr(base->jwt_audience, add->jwt_audience);
+    c->jwt_max_len = merge_int(base->jwt_max_len, add->jwt_max_len);
+    c->jwks_refresh = merge_time(base->jwks_refresh, add->jwks_refresh);
+    c->jwt = NULL;
+    c->cors_methods = merge_ptr(base->cors_methods, add->cors_methods);
+    c->cors_headers = merge_ptr(base->cors_headers, add->cors_headers);
+    c->cors_expose = merge_ptr(base->cors_expose, add->cors_expose);
+    c->cors_max_age = merge_int(base->cors_max_age, add->cors_max_age);
     return c;
 }
 
@@ -85,6 +121,9 @@ void *aura_create_dir_conf(apr_pool_t *p, char *dir)
     d->upstream = NULL;
     d->timeout = AURA_UNSET;
     d->health_detail = AURA_UNSET;
+    d->public_route = AURA_UNSET;
+    d->streaming = AURA_UNSET;
+    d->security_headers = NULL;
     return d;
 }
 
@@ -107,6 +146,18 @@ void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     }
     d->timeout = merge_time(base->timeout, add->timeout);
     d->health_detail = merge_int(base->health_detail, add->health_detail);
+    d->public_route = merge_int(base->public_route, add->public_route);
+    d->streaming = merge_int(base->streaming, add->streaming);
+    /* Per header: the nearer level's setting wins, others are inherited. */
+    if (base->security_headers && add->security_headers) {
+        d->security_headers = apr_table_overlay(p, add->security_headers,
+                                                base->security_headers);
+        apr_table_compress(d->security_headers, APR_OVERLAP_TABLES_SET);
+    }
+    else {
+        d->security_headers = add->security_headers ? add->security_headers
+                                                    : base->security_headers;
+    }
     return d;
 }
 
@@ -347,6 +398,253 @@ static const char *set_health_detail(cmd_parms *cmd, void *dirv, int on)
     return NULL;
 }
 
+static const char *parse_int(cmd_parms *cmd, const char *arg, int min,
+                             int max, int *out)
+{
+    char *end;
+    apr_int64_t n = apr_strtoi64(arg, &end, 10);
+
+    if (*arg == '\0' || *end != '\0' || n < min || n > max) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not a number between "
+                            "%d and %d", cmd->cmd->name, arg, min, max);
+    }
+    *out = (int)n;
+    return NULL;
+}
+
+static const char *set_db_params(cmd_parms *cmd, void *dummy,
+                                 const char *arg)
+{
+    const char *err = global_only(cmd);
+
+    (void)dummy;
+    if (err) {
+        return err;
+    }
+    /* The conninfo may hold a password: it is never logged, and an error
+     * here does not repeat it. */
+    if (!ap_strchr_c(arg, '=')) {
+        return apr_psprintf(cmd->pool, "%s: not a libpq conninfo string "
+                            "(keyword=value ...)", cmd->cmd->name);
+    }
+    cmd_server_conf(cmd)->db_params = arg;
+    return NULL;
+}
+
+static const char *set_db_pool_max(cmd_parms *cmd, void *dummy,
+                                   const char *arg)
+{
+    const char *err = global_only(cmd);
+
+    (void)dummy;
+    return err ? err : parse_int(cmd, arg, 1, 1024,
+                                 &cmd_server_conf(cmd)->db_pool_max);
+}
+
+static const char *set_global_time(cmd_parms *cmd, void *dummy,
+                                   const char *arg)
+{
+    aura_server_conf_t *c = cmd_server_conf(cmd);
+    apr_interval_time_t *field =
+        (apr_interval_time_t *)((char *)c + (apr_size_t)cmd->info);
+    const char *err = global_only(cmd);
+    /* 0 is allowed for the key cache (no caching at all), never for the
+     * database budget: without one a query could wait forever. */
+    apr_interval_time_t min =
+        field == &c->db_timeout ? apr_time_from_msec(10) : 0;
+
+    (void)dummy;
+    if (err) {
+        return err;
+    }
+    return parse_duration(cmd, arg, min, apr_time_from_sec(3600), field);
+}
+
+static const char *set_key_cache_size(cmd_parms *cmd, void *dummy,
+                                      const char *arg)
+{
+    int n;
+    const char *err = global_only(cmd);
+
+    (void)dummy;
+    if (!err) {
+        err = parse_int(cmd, arg, 16, 1 << 22, &n);
+    }
+    if (err) {
+        return err;
+    }
+    if (n & (n - 1)) {
+        return apr_psprintf(cmd->pool, "%s: %d is not a power of two",
+                            cmd->cmd->name, n);
+    }
+    cmd_server_conf(cmd)->key_cache_size = n;
+    return NULL;
+}
+
+static const char *set_cors_list(cmd_parms *cmd, void *dummy,
+                                 const char *arg)
+{
+    aura_server_conf_t *c = cmd_server_conf(cmd);
+    const char **field = (const char **)((char *)c + (apr_size_t)cmd->info);
+    const char *p;
+
+    (void)dummy;
+    for (p = arg; *p; p++) {
+        if (!apr_isalnum(*p) && !ap_strchr_c(" ,-_*", *p)) {
+            return apr_psprintf(cmd->pool, "%s: '%s' is not a list of "
+                                "header or method names",
+                                cmd->cmd->name, arg);
+        }
+    }
+    *field = arg;
+    return NULL;
+}
+
+static const char *set_cors_max_age(cmd_parms *cmd, void *dummy,
+                                    const char *arg)
+{
+    (void)dummy;
+    return parse_int(cmd, arg, 0, 86400, &cmd_server_conf(cmd)->cors_max_age);
+}
+
+static const char *set_dir_flag(cmd_parms *cmd, void *dirv, int on)
+{
+    int *field = (int *)((char *)dirv + (apr_size_t)cmd->info);
+
+    *field = on;
+    return NULL;
+}
+
+/* The headers the gateway sets on every response; an operator may change
+ * a value or turn one off, never add arbitrary headers (mod_headers
+ * does that). */
+static const char *const security_header_names[] = {
+    "Content-Security-Policy", "X-Content-Type-Options", "Referrer-Policy",
+    "X-Frame-Options", "Strict-Transport-Security", NULL
+};
+
+static const char *set_security_header(cmd_parms *cmd, void *dirv,
+                                       const char *name, const char *value)
+{
+    aura_dir_conf_t *d = dirv;
+    int i;
+
+    for (i = 0; security_header_names[i]; i++) {
+        if (!strcasecmp(name, security_header_names[i])) {
+            break;
+        }
+    }
+    if (!security_header_names[i]) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not one of: "
+                            "Content-Security-Policy | X-Content-Type-Options"
+                            " | Referrer-Policy | X-Frame-Options | "
+                            "Strict-Transport-Security", cmd->cmd->name,
+                            name);
+    }
+    if (!d->security_headers) {
+        d->security_headers = apr_table_make(cmd->pool, 4);
+    }
+    apr_table_set(d->security_headers, security_header_names[i], value);
+    return NULL;
+}
+
+static const char *add_jwt_source(cmd_parms *cmd, aura_jwt_src_kind_e kind,
+                                  const char *path, const char *kid)
+{
+    aura_server_conf_t *c = cmd_server_conf(cmd);
+    aura_jwt_source_t *src;
+    const char *err;
+
+    if (!c->jwt_sources) {
+        c->jwt_sources = apr_array_make(cmd->pool, 2,
+                                        sizeof(aura_jwt_source_t));
+    }
+    src = apr_array_push(c->jwt_sources);
+    memset(src, 0, sizeof(*src));
+    src->kind = kind;
+    src->path = path;
+    src->kid = kid;
+    err = aura_jwks_read_source(cmd, src);
+    if (!err && src->kind == AURA_JWT_SRC_JWKS) {
+        int i;
+
+        for (i = 0; i < c->jwt_sources->nelts - 1; i++) {
+            if (APR_ARRAY_IDX(c->jwt_sources, i, aura_jwt_source_t).kind
+                == AURA_JWT_SRC_JWKS) {
+                return apr_psprintf(cmd->pool, "%s: %s is a second JWKS "
+                                    "document in this server: one JWKS "
+                                    "per VirtualHost (merge them)",
+                                    cmd->cmd->name, src->path);
+            }
+        }
+    }
+    return err;
+}
+
+static const char *set_jwt_key_file(cmd_parms *cmd, void *dummy,
+                                    const char *path, const char *kid)
+{
+    (void)dummy;
+    /* JWKS or PEM: told apart by the content when it is read. */
+    return add_jwt_source(cmd, AURA_JWT_SRC_PEM, path, kid);
+}
+
+static const char *set_jwt_secret_file(cmd_parms *cmd, void *dummy,
+                                       const char *path, const char *kid)
+{
+    (void)dummy;
+    return add_jwt_source(cmd, AURA_JWT_SRC_SECRET, path, kid);
+}
+
+static const char *set_jwt_algs(cmd_parms *cmd, void *dummy,
+                                const char *args)
+{
+    const char *err = NULL;
+    unsigned int algs = aura_jwt_parse_algs(args, &err);
+
+    (void)dummy;
+    if (!algs) {
+        return apr_psprintf(cmd->pool, "%s: '%s': %s (accepted: RS256 "
+                            "ES256 HS256; never none)", cmd->cmd->name, args,
+                            err ? err : "no algorithm");
+    }
+    cmd_server_conf(cmd)->jwt_algs = algs;
+    return NULL;
+}
+
+static const char *set_server_time(cmd_parms *cmd, void *dummy,
+                                   const char *arg)
+{
+    aura_server_conf_t *c = cmd_server_conf(cmd);
+    apr_interval_time_t *field =
+        (apr_interval_time_t *)((char *)c + (apr_size_t)cmd->info);
+    /* A zero refresh interval would let made-up kids force a re-read per
+     * request: at least one second. */
+    apr_interval_time_t min =
+        field == &c->jwks_refresh ? apr_time_from_sec(1) : 0;
+
+    (void)dummy;
+    return parse_duration(cmd, arg, min, apr_time_from_sec(3600), field);
+}
+
+static const char *set_server_string(cmd_parms *cmd, void *dummy,
+                                     const char *arg)
+{
+    aura_server_conf_t *c = cmd_server_conf(cmd);
+
+    (void)dummy;
+    *(const char **)((char *)c + (apr_size_t)cmd->info) = arg;
+    return NULL;
+}
+
+static const char *set_jwt_max_len(cmd_parms *cmd, void *dummy,
+                                   const char *arg)
+{
+    (void)dummy;
+    return parse_int(cmd, arg, 256, 65536,
+                     &cmd_server_conf(cmd)->jwt_max_len);
+}
+
 #define NATS_TIME(name, field, help)                                        \
     AP_INIT_TAKE1(name, set_nats_time,                                      \
                   (void *)APR_OFFSETOF(aura_server_conf_t, field),          \
@@ -376,6 +674,68 @@ const command_rec aura_cmds[] = {
                   "Upstream budget of this Location (all attempts)"),
     AP_INIT_FLAG("AuraHealthDetail", set_health_detail, NULL, ACCESS_CONF,
                  "Whether /health also reports shared-memory details"),
+    AP_INIT_TAKE1("AuraDBParams", set_db_params, NULL, RSRC_CONF,
+                  "libpq connection string of the key store"),
+    AP_INIT_TAKE1("AuraDBPoolMax", set_db_pool_max, NULL, RSRC_CONF,
+                  "Postgres connections per child process, at most"),
+    AP_INIT_TAKE1("AuraDBTimeout", set_global_time,
+                  (void *)APR_OFFSETOF(aura_server_conf_t, db_timeout),
+                  RSRC_CONF,
+                  "Budget of one key store query, connection wait "
+                  "included"),
+    AP_INIT_TAKE1("AuraKeyCacheTTL", set_global_time,
+                  (void *)APR_OFFSETOF(aura_server_conf_t, key_cache_ttl),
+                  RSRC_CONF,
+                  "How long a child trusts a cached key lookup (0: never)"),
+    AP_INIT_TAKE1("AuraKeyCacheSize", set_key_cache_size, NULL, RSRC_CONF,
+                  "Cached key lookups per child process (a power of two)"),
+    AP_INIT_TAKE12("AuraJWTKeyFile", set_jwt_key_file, NULL, RSRC_CONF,
+                   "A JWKS document or a PEM public key (or certificate) "
+                   "for bearer tokens, and its kid"),
+    AP_INIT_TAKE12("AuraJWTSecretFile", set_jwt_secret_file, NULL,
+                   RSRC_CONF,
+                   "A file holding an HS256 secret (32 bytes at least), "
+                   "and its kid"),
+    AP_INIT_RAW_ARGS("AuraJWTAlgorithms", set_jwt_algs, NULL, RSRC_CONF,
+                     "Algorithms bearer tokens may use: RS256 ES256 HS256"),
+    AP_INIT_TAKE1("AuraJWTLeeway", set_server_time,
+                  (void *)APR_OFFSETOF(aura_server_conf_t, jwt_leeway),
+                  RSRC_CONF, "Clock skew allowed on exp, nbf and iat"),
+    AP_INIT_TAKE1("AuraJWTIssuer", set_server_string,
+                  (void *)APR_OFFSETOF(aura_server_conf_t, jwt_issuer),
+                  RSRC_CONF, "The iss a bearer token must carry"),
+    AP_INIT_TAKE1("AuraJWTAudience", set_server_string,
+                  (void *)APR_OFFSETOF(aura_server_conf_t, jwt_audience),
+                  RSRC_CONF, "The aud a bearer token must carry"),
+    AP_INIT_TAKE1("AuraJWTMaxLength", set_jwt_max_len, NULL, RSRC_CONF,
+                  "Longest bearer token accepted, in bytes"),
+    AP_INIT_TAKE1("AuraJWKSRefreshInterval", set_server_time,
+                  (void *)APR_OFFSETOF(aura_server_conf_t, jwks_refresh),
+                  RSRC_CONF,
+                  "Least time between two JWKS refreshes on unknown kids, "
+                  "across all children"),
+    AP_INIT_TAKE1("AuraCORSAllowMethods", set_cors_list,
+                  (void *)APR_OFFSETOF(aura_server_conf_t, cors_methods),
+                  RSRC_CONF, "Methods a CORS preflight allows"),
+    AP_INIT_TAKE1("AuraCORSAllowHeaders", set_cors_list,
+                  (void *)APR_OFFSETOF(aura_server_conf_t, cors_headers),
+                  RSRC_CONF, "Request headers a CORS preflight allows"),
+    AP_INIT_TAKE1("AuraCORSExposeHeaders", set_cors_list,
+                  (void *)APR_OFFSETOF(aura_server_conf_t, cors_expose),
+                  RSRC_CONF, "Response headers browsers may read"),
+    AP_INIT_TAKE1("AuraCORSMaxAge", set_cors_max_age, NULL, RSRC_CONF,
+                  "Seconds a browser may cache a preflight answer"),
+    AP_INIT_FLAG("AuraPublic", set_dir_flag,
+                 (void *)APR_OFFSETOF(aura_dir_conf_t, public_route),
+                 ACCESS_CONF, "Whether this Location needs no credential"),
+    AP_INIT_FLAG("AuraStreaming", set_dir_flag,
+                 (void *)APR_OFFSETOF(aura_dir_conf_t, streaming),
+                 ACCESS_CONF,
+                 "Whether this Location streams (WebSocket, SSE): the "
+                 "apikey query parameter is accepted there"),
+    AP_INIT_TAKE2("AuraSecurityHeader", set_security_header, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "Value of a security header on every response, or off"),
     {NULL}
 };
 

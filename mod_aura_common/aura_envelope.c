@@ -142,6 +142,22 @@ natsStatus aura_envelope_encode(apr_pool_t *p, const char *subject,
     natsMsg *m = NULL;
     natsStatus s;
     int i;
+    /* The gateway's own headers, set before any client header. */
+    const struct {
+        const char *key;
+        const char *value;
+    } own[] = {
+        { AURA_HDR_METHOD, in->method },
+        { AURA_HDR_PATH, in->path },
+        { AURA_HDR_QUERY, in->query },
+        { AURA_HDR_REQUEST_ID, in->request_id },
+        { AURA_HDR_PLANE, in->plane },
+        { AURA_HDR_PROJECT, in->project },
+        { AURA_HDR_ORG, in->org },
+        { AURA_HDR_ROLE, in->role },
+        { AURA_HDR_KEY_ROLE, in->key_role },
+        { AURA_HDR_ACTOR, in->actor },
+    };
 
     *out = NULL;
     if (in->body_len > INT_MAX) {
@@ -151,18 +167,9 @@ natsStatus aura_envelope_encode(apr_pool_t *p, const char *subject,
     if (s != NATS_OK) {
         return s;
     }
-    s = set_if(m, AURA_HDR_METHOD, in->method);
-    if (s == NATS_OK) {
-        s = set_if(m, AURA_HDR_PATH, in->path);
-    }
-    if (s == NATS_OK) {
-        s = set_if(m, AURA_HDR_QUERY, in->query);
-    }
-    if (s == NATS_OK) {
-        s = set_if(m, AURA_HDR_REQUEST_ID, in->request_id);
-    }
-    if (s == NATS_OK) {
-        s = set_if(m, AURA_HDR_PLANE, in->plane);
+    for (i = 0; s == NATS_OK && i < (int)(sizeof(own) / sizeof(own[0]));
+         i++) {
+        s = set_if(m, own[i].key, own[i].value);
     }
 
     /* getm: every Connection line, joined, names hop-by-hop headers. */

@@ -20,6 +20,11 @@
 #define AURA_HDR_REQUEST_ID "Aura-Request-Id"
 #define AURA_HDR_PLANE      "Aura-Plane"
 #define AURA_HDR_STATUS     "Aura-Status"
+#define AURA_HDR_PROJECT    "Aura-Project"
+#define AURA_HDR_ORG        "Aura-Org"
+#define AURA_HDR_ROLE       "Aura-Role"
+#define AURA_HDR_KEY_ROLE   "Aura-Key-Role"
+#define AURA_HDR_ACTOR      "Aura-Actor"
 
 /** One HTTP request as it goes onto NATS. */
 typedef struct {
@@ -31,6 +36,12 @@ typedef struct {
     const apr_table_t *headers;/**< the client's request headers */
     const char *body;
     apr_size_t body_len;
+    /* The verified identity; NULL members are not sent. */
+    const char *project;
+    const char *org;
+    const char *role;
+    const char *key_role;
+    const char *actor;
 } aura_envelope_req_t;
 
 /** One NATS reply as it becomes an HTTP response. */

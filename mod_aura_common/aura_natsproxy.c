@@ -178,6 +178,7 @@ static int send_reply(request_rec *r, natsMsg *reply, const char *subject)
 int aura_natsproxy_handler(request_rec *r)
 {
     aura_dir_conf_t *d;
+    aura_request_t *rq;
     aura_envelope_req_t in;
     natsConnection *nc;
     natsMsg *msg = NULL, *reply = NULL;
@@ -214,9 +215,15 @@ int aura_natsproxy_handler(request_rec *r)
     in.method = r->method;
     in.path = raw_path(r);
     in.query = r->args;
-    in.request_id = aura_request_get(r)->request_id;
-    in.plane = aura_plane_name(aura_request_get(r)->plane);
+    rq = aura_request_get(r);
+    in.request_id = rq->request_id;
+    in.plane = aura_plane_name(rq->plane);
     in.headers = r->headers_in;
+    in.project = rq->project;
+    in.org = rq->org;
+    in.role = rq->role;
+    in.key_role = rq->key_role;
+    in.actor = rq->actor;
 
     s = aura_envelope_encode(r->pool, d->upstream, &in, &msg);
     if (s != NATS_OK) {

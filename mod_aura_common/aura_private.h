@@ -26,6 +26,18 @@ extern module AP_MODULE_DECLARE_DATA aura_common_module;
 #define AURA_DEFAULT_NATS_RECONNECT    apr_time_from_msec(250)
 #define AURA_DEFAULT_NATS_PING         apr_time_from_sec(30)
 #define AURA_DEFAULT_TIMEOUT           apr_time_from_sec(30)
+#define AURA_DEFAULT_DB_POOL_MAX       8
+#define AURA_DEFAULT_DB_TIMEOUT        apr_time_from_sec(2)
+#define AURA_DEFAULT_KEY_CACHE_TTL     apr_time_from_sec(10)
+#define AURA_DEFAULT_KEY_CACHE_SIZE    4096
+#define AURA_DEFAULT_CORS_METHODS \
+    "GET, POST, PUT, PATCH, DELETE, OPTIONS"
+#define AURA_DEFAULT_CORS_HEADERS \
+    "apikey, x-api-key, authorization, content-type, x-request-id, " \
+    "traceparent, tracestate, prefer, range, x-client-info"
+#define AURA_DEFAULT_CORS_EXPOSE \
+    "X-Request-Id, Retry-After, RateLimit, RateLimit-Policy, Content-Range"
+#define AURA_DEFAULT_CORS_MAX_AGE      600
 
 #define AURA_HANDLER_SERVICE "aura-service"
 #define AURA_HANDLER_HEALTH  "aura-health"
@@ -57,6 +69,10 @@ typedef struct {
     const char *upstream;         /* NATS subject or http(s) URL */
     apr_interval_time_t timeout;  /* AuraTimeout, AURA_UNSET */
     int health_detail;            /* AuraHealthDetail, AURA_UNSET */
+    int public_route;             /* AuraPublic, AURA_UNSET */
+    int streaming;                /* AuraStreaming, AURA_UNSET */
+    apr_table_t *security_headers;/* AuraSecurityHeader: name -> value
+                                     ("off" removes); NULL = unset */
 } aura_dir_conf_t;
 
 typedef struct {
@@ -67,7 +83,57 @@ typedef struct {
     apr_interval_time_t nats_reconnect_wait;
     int nats_max_reconnect;                /* -2 unset, -1 unlimited */
     apr_interval_time_t nats_ping_interval;
+    const char *db_params;                 /* AuraDBParams (conninfo) */
+    int db_pool_max;
+    apr_interval_time_t db_timeout;
+    apr_interval_time_t key_cache_ttl;
+    int key_cache_size;
+    apr_array_header_t *jwt_sources;       /* aura_jwt_source_t; NULL unset */
+    unsigned int jwt_algs;                 /* 0 = unset */
+    apr_interval_time_t jwt_leeway;
+    const char *jwt_issuer;
+    const char *jwt_audience;
+    int jwt_max_len;
+    apr_interval_time_t jwks_refresh;
+    struct aura_jwt_state_t *jwt;          /* built in post_config */
+    const char *cors_methods;
+    const char *cors_headers;
+    const char *cors_expose;
+    int cors_max_age;
 } aura_server_conf_t;
+
+/* One AuraJWTKeyFile / AuraJWTSecretFile, read at config time. */
+typedef enum {
+    AURA_JWT_SRC_JWKS = 1,   /* a JWKS document: refreshed on unknown kid */
+    AURA_JWT_SRC_PEM,        /* an SPKI public key or a certificate */
+    AURA_JWT_SRC_SECRET      /* an HS256 secret */
+} aura_jwt_src_kind_e;
+
+typedef struct {
+    aura_jwt_src_kind_e kind;
+    const char *path;
+    const char *kid;
+    const char *data;        /* the file as read at config time */
+    apr_size_t len;
+} aura_jwt_source_t;
+
+#define AURA_DEFAULT_JWT_ALGS       "RS256 ES256"
+#define AURA_DEFAULT_JWT_LEEWAY     apr_time_from_sec(60)
+#define AURA_DEFAULT_JWKS_REFRESH   apr_time_from_sec(30)
+
+/* Postgres statements (aura_db.c). */
+typedef enum {
+    AURA_DB_KEY_LOOKUP = 0,
+    AURA_DB_STMT_COUNT
+} aura_db_stmt_e;
+
+/* What the key store says about a key. */
+typedef struct {
+    const char *project;
+    const char *org;
+    const char *plan;
+    const char *key_role;
+} aura_key_identity_t;
 
 #define AURA_NATS_RECONNECT_UNSET (-2)
 
@@ -105,6 +171,43 @@ const char *aura_nats_state(void);
 apr_off_t aura_declared_length(request_rec *r);
 int aura_map_to_storage(request_rec *r);
 int aura_too_large(request_rec *r, apr_int64_t limit);
+
+/* aura_db.c: the per-child Postgres pool. */
+struct pg_result;
+void aura_db_child_init(apr_pool_t *pchild, server_rec *s);
+int aura_db_configured(void);
+apr_status_t aura_db_query(request_rec *r, aura_db_stmt_e id,
+                           const char *const *params,
+                           struct pg_result **out);
+
+/* aura_keystore.c */
+void aura_keystore_child_init(apr_pool_t *pchild, server_rec *s);
+apr_status_t aura_keystore_lookup(request_rec *r, const char *key,
+                                  aura_key_identity_t *id);
+
+/* aura_jwks.c: JWT keys per VirtualHost, refreshed across children. */
+const char *aura_jwks_read_source(cmd_parms *cmd, aura_jwt_source_t *src);
+apr_status_t aura_jwks_post_config(apr_pool_t *pconf, server_rec *s);
+void aura_jwks_child_init(apr_pool_t *pchild, server_rec *s);
+
+/* aura_shm.c: the JWKS documents, one slot per VirtualHost. */
+#define AURA_JWKS_SLOTS   16
+#define AURA_JWKS_DOC_MAX 65536
+typedef struct {
+    volatile apr_uint64_t last_refresh;   /* apr_time_t of the last fetch */
+    volatile apr_uint64_t version;        /* 0: the config-time document */
+    apr_uint32_t len;
+    char doc[AURA_JWKS_DOC_MAX];
+} aura_shm_jwks_t;
+aura_shm_jwks_t *aura_shm_jwks(int slot);
+apr_global_mutex_t *aura_shm_mutex(void);
+
+/* aura_auth.c */
+void aura_take_query_key(request_rec *r, aura_request_t *rq);
+
+/* aura_headers.c: CORS and security headers on every response. */
+void aura_headers_register(void);
+void aura_insert_headers_filter(request_rec *r);
 
 /* aura_natsproxy.c */
 int aura_natsproxy_handler(request_rec *r);

@@ -123,7 +123,8 @@ void aura_problem_register(void)
 
 void aura_insert_problem_filter(request_rec *r)
 {
-    if (aura_request_get(r)) {
+    /* Error responses only: a 204 preflight or a 304 has no body. */
+    if (r->status >= 400 && aura_request_get(r)) {
         ap_add_output_filter_handle(problem_filter, NULL, r, r->connection);
     }
 }

@@ -62,6 +62,7 @@ AURA_DECLARE(aura_request_t *) aura_request_begin(request_rec *r,
     rq->start = r->request_time;
     rq->request_id = aura_reqid_pick(r);
     ap_set_module_config(r->request_config, &aura_common_module, rq);
+    aura_take_query_key(r, rq);
     /* err_headers_out: on every response, errors included. */
     apr_table_setn(r->err_headers_out, "X-Request-Id", rq->request_id);
     aura_shm_count_request();

@@ -28,7 +28,7 @@
 #include <jansson.h>
 
 #define AURA_SHM_MAGIC    0x41555241u /* "AURA" */
-#define AURA_SHM_LAYOUT   1u
+#define AURA_SHM_LAYOUT   2u
 #define AURA_MUTEX_TYPE   "aura-shm"
 #define AURA_RETAINED_KEY "mod_aura_common-shm"
 
@@ -38,7 +38,10 @@
  *   +-----------------------------+ 0
  *   | aura_shm_header_t           |  magic, layout, size, identity,
  *   |                             |  counters
- *   +-----------------------------+ APR_ALIGN(sizeof header, 64)
+ *   +-----------------------------+ JWKS_OFFSET = APR_ALIGN(header, 64)
+ *   | aura_shm_jwks_t [16]        |  one JWKS document per VirtualHost
+ *   |                             |  (version, last refresh, bytes)
+ *   +-----------------------------+ APR_ALIGN(..., 64)
  *   | (later: breaker, limiter,   |
  *   |  metrics tables)            |
  *   +-----------------------------+ size
@@ -68,9 +71,25 @@ typedef struct {
 static aura_shm_header_t *shm_base;
 static apr_global_mutex_t *shm_mutex;
 
+#define JWKS_OFFSET APR_ALIGN(sizeof(aura_shm_header_t), 64)
+
 static apr_size_t segment_size(void)
 {
-    return APR_ALIGN(sizeof(aura_shm_header_t), 64);
+    return APR_ALIGN(JWKS_OFFSET + AURA_JWKS_SLOTS * sizeof(aura_shm_jwks_t),
+                     64);
+}
+
+aura_shm_jwks_t *aura_shm_jwks(int slot)
+{
+    if (!shm_base || slot < 0 || slot >= AURA_JWKS_SLOTS) {
+        return NULL;
+    }
+    return (aura_shm_jwks_t *)((char *)shm_base + JWKS_OFFSET) + slot;
+}
+
+apr_global_mutex_t *aura_shm_mutex(void)
+{
+    return shm_mutex;
 }
 
 apr_status_t aura_shm_pre_config(apr_pool_t *pconf)

@@ -35,7 +35,8 @@ static int aura_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
         return OK;
     }
-    if (aura_shm_post_config(pconf, s) != APR_SUCCESS) {
+    if (aura_shm_post_config(pconf, s) != APR_SUCCESS
+        || aura_jwks_post_config(pconf, s) != APR_SUCCESS) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, AURA_LOGNO(00007)
@@ -48,6 +49,9 @@ static void aura_child_init(apr_pool_t *pchild, server_rec *s)
 {
     aura_shm_child_init(pchild, s);
     aura_nats_child_init(pchild, s);
+    aura_db_child_init(pchild, s);
+    aura_keystore_child_init(pchild, s);
+    aura_jwks_child_init(pchild, s);
 }
 
 static void aura_register_hooks(apr_pool_t *p)
@@ -65,7 +69,12 @@ static void aura_register_hooks(apr_pool_t *p)
     ap_hook_handler(aura_health_handler, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_insert_error_filter(aura_insert_problem_filter, NULL, NULL,
                                 APR_HOOK_MIDDLE);
+    ap_hook_insert_filter(aura_insert_headers_filter, NULL, NULL,
+                          APR_HOOK_MIDDLE);
+    ap_hook_insert_error_filter(aura_insert_headers_filter, NULL, NULL,
+                                APR_HOOK_MIDDLE);
     aura_problem_register();
+    aura_headers_register();
 }
 
 module AURA_DECLARE_DATA aura_common_module = {

@@ -7,9 +7,16 @@
  *
  * Hook order (verified with mod_info's ?hooks view by the test-suite):
  *   post_read_request  request state and id, first thing, so every
- *                      response of the plane carries X-Request-Id
+ *                      response of the plane carries X-Request-Id; an
+ *                      apikey query parameter leaves the URL here
+ *   quick_handler      FIRST: a CORS preflight is answered before any
+ *                      credential is asked for
  *   translate_name     FIRST, before mod_proxy and mod_rewrite: claim a
  *                      service Location
+ *   access_checker_ex  FIRST: the API key (mandatory but on AuraPublic
+ *                      Locations), then the optional JWT.  It returns
+ *                      DECLINED on success, so the operator's own
+ *                      Require rules still apply after it.
  */
 #include "httpd.h"
 #include "http_config.h"
@@ -17,6 +24,7 @@
 #include "http_protocol.h"
 #include "http_core.h"
 #include "http_log.h"
+#include "mod_auth.h"
 
 #include "aura.h"
 
@@ -49,6 +57,32 @@ static int data_translate_name(request_rec *r)
     return aura_route_claim(r);
 }
 
+static int data_quick_handler(request_rec *r, int lookup_uri)
+{
+    if (lookup_uri || aura_server_plane(r->server) != AURA_PLANE_DATA) {
+        return DECLINED;
+    }
+    return aura_cors_preflight(r);
+}
+
+static int data_check_access(request_rec *r)
+{
+    int rc;
+
+    /* Subrequests and internal redirects inherit the initial request's
+     * verified identity (aura_request_get follows r->prev). */
+    if (aura_server_plane(r->server) != AURA_PLANE_DATA
+        || !ap_is_initial_req(r) || aura_route_public(r)) {
+        return DECLINED;
+    }
+    rc = aura_auth_apikey(r, aura_route_streaming(r));
+    if (rc != OK) {
+        return rc;
+    }
+    rc = aura_auth_bearer(r);
+    return rc == OK ? DECLINED : rc;
+}
+
 static void data_register_hooks(apr_pool_t *p)
 {
     static const char *const before_proxy[] = {
@@ -61,6 +95,9 @@ static void data_register_hooks(apr_pool_t *p)
                               APR_HOOK_FIRST);
     ap_hook_translate_name(data_translate_name, NULL, before_proxy,
                            APR_HOOK_FIRST);
+    ap_hook_quick_handler(data_quick_handler, NULL, NULL, APR_HOOK_FIRST);
+    ap_hook_check_access_ex(data_check_access, NULL, NULL, APR_HOOK_FIRST,
+                            AP_AUTH_INTERNAL_PER_CONF);
 }
 
 module AURA_DECLARE_DATA aura_data_module = {

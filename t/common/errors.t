@@ -14,10 +14,12 @@ use Test::More import => ['!plan'];
 use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET POST);
 use IO::Socket::INET;
-use Aura::Test qw(exec_count new_reqid problem_ok error_log_size
+use Aura::Test qw(default_key exec_count new_reqid problem_ok error_log_size
                   error_log_since);
 
 plan tests => 4 * 4 + 1 + 4 + 6 + 5 + 4 + 3 + 4;
+
+default_key();
 
 Apache::TestRequest::module('aura_data');
 my $log_from = error_log_size();
@@ -76,7 +78,8 @@ $id = new_reqid('chunked');
 $sock = IO::Socket::INET->new(PeerAddr => Apache::TestRequest::hostport(),
                               Timeout => 10) or die "connect: $!";
 print $sock "POST /v1/functions/big HTTP/1.1\r\nHost: localhost\r\n"
-          . "X-Request-Id: $id\r\nTransfer-Encoding: chunked\r\n\r\n";
+          . "X-Request-Id: $id\r\nTransfer-Encoding: chunked\r\n"
+          . "apikey: " . Aura::Test::ANON_KEY . "\r\n\r\n";
 my $chunk = 'z' x 65536;
 for (1 .. 40) {   # 2.5 MiB
     last unless print $sock sprintf("%x\r\n", length $chunk), $chunk, "\r\n";

@@ -47,6 +47,7 @@ AuraNATSServers nats://127.0.0.1:$dead
     AuraPlane data
     <Location /health>
         SetHandler aura-health
+        AuraPublic On
     </Location>
 </VirtualHost>
 CONF

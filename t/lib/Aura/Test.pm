@@ -1,7 +1,9 @@
 # Licensed under the Apache License, Version 2.0 (see LICENSE).
 #
 # Aura::Test: helpers shared by the .t files: the example service's
-# execution counter, NATS stop/start, bounded polling, problem+json checks.
+# execution counter, NATS stop/start, bounded polling, problem+json checks,
+# SQL on the key store (the PostgreSQL cluster build/run-suite started)
+# and its stop/start.
 package Aura::Test;
 
 use strict;
@@ -9,16 +11,26 @@ use warnings FATAL => 'all';
 
 use Exporter 'import';
 use Time::HiRes qw(sleep time);
+use POSIX ();
 use JSON::PP ();
 use Apache::Test ();
 use Apache::TestRequest ();
 use Apache::TestUtil qw(t_cmp);
 
-our @EXPORT_OK = qw(exec_count new_reqid wait_until problem_ok natsreq
+our @EXPORT_OK = qw(default_key ANON_KEY exec_count new_reqid wait_until problem_ok natsreq
                     nats_stop nats_start t_dir json_body error_log_since
-                    error_log_size);
+                    error_log_size psql pg_stop pg_start);
 
 sub t_dir { Apache::Test::vars('t_dir') }
+
+# The seeded anon key of proj-a (t/conf/seed.sql).
+use constant ANON_KEY => 'ak_test_anon_0123456789abcdef';
+
+# Every request of this test carries the anon key in the apikey header
+# (the data plane requires one; the management plane ignores it).
+sub default_key {
+    Apache::TestRequest::user_agent()->default_header(apikey => ANON_KEY);
+}
 
 sub natsreq_bin { t_dir() . '/services/aura_natsreq' }
 
@@ -111,6 +123,83 @@ sub nats_start {
     wait_until(10, sub {
         IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port)
     }) or die "nats-server did not come back on $port";
+}
+
+# --- the key store: the cluster build/run-suite started ------------------
+
+sub pg_bindir {
+    return $ENV{AURA_TEST_PG_BINDIR} if $ENV{AURA_TEST_PG_BINDIR};
+    my $dir = `pg_config --bindir 2>/dev/null`;
+    chomp $dir if defined $dir;
+    return $dir if defined $dir && -x "$dir/psql";
+    return '';
+}
+
+# Runs $sql (one or more statements) with psql on the database aura as
+# its superuser; returns psql's output, unaligned and without headers
+# (fields joined by '|', rows by "\n"), trimmed.  Dies with psql's error
+# when a statement fails.  E.g.
+#   psql("update api_keys set revoked_at = now() where key_hash = ...");
+#   my $n = psql("select count(*) from api_keys");
+sub psql {
+    my ($sql) = @_;
+    my $port = $ENV{AURA_TEST_PG_PORT}
+        or die "AURA_TEST_PG_PORT is not set (run through build/run-suite)";
+    my $dir = pg_bindir();
+    my @cmd = ($dir ? "$dir/psql" : 'psql', '-h', '127.0.0.1', '-p', $port,
+               '-U', 'aura', '-d', 'aura', '-v', 'ON_ERROR_STOP=1', '-X',
+               '-q', '-A', '-t', '-c', $sql);
+    require File::Temp;
+    my $err = File::Temp->new;
+    my $pid = open(my $fh, '-|');
+    die "fork: $!" unless defined $pid;
+    if (!$pid) {
+        # _exit: the child must not run the test's END blocks.
+        open(STDERR, '>&', $err) or POSIX::_exit(127);
+        exec(@cmd) or do {
+            print STDERR "cannot run $cmd[0]: $!\n";
+            POSIX::_exit(127);
+        };
+    }
+    local $/;
+    my $out = <$fh>;
+    close $fh;
+    my $rc = $?;
+    if ($rc) {
+        seek($err, 0, 0);
+        my $msg = <$err>;
+        $msg = '' unless defined $msg;
+        $msg =~ s/\s+\z//;
+        die "psql failed (exit " . ($rc >> 8) . "): $msg\nSQL: $sql\n";
+    }
+    $out = '' unless defined $out;
+    $out =~ s/\A\s+|\s+\z//g;
+    return $out;
+}
+
+# Stops and starts the SAME cluster (its data directory is
+# $AURA_TEST_RUN/pg/data, its port $AURA_TEST_PG_PORT) with the shell
+# functions build/run-suite used: a test can prove that the gateway
+# reconnects after a PostgreSQL restart.  pg_stop is a fast shutdown
+# (sessions are ended) and returns once the server is down; pg_start
+# returns once it accepts connections.  Both die on failure.
+sub pg_shell {
+    my ($code, @args) = @_;
+    my $top = $ENV{AURA_TOP} || t_dir() . '/..';
+    my $rc = system('sh', '-c', '. "$0/build/lib.sh" && ' . $code,
+                    $top, @args);
+    return $rc == 0;
+}
+
+sub pg_stop {
+    pg_shell('aura_stop_postgres "$1"', $ENV{AURA_TEST_RUN})
+        or die "PostgreSQL did not stop";
+}
+
+sub pg_start {
+    pg_shell('aura_pg_ctl_start "$1" "$2"', $ENV{AURA_TEST_RUN},
+             $ENV{AURA_TEST_PG_PORT})
+        or die "PostgreSQL did not start on port $ENV{AURA_TEST_PG_PORT}";
 }
 
 sub error_log_path { t_dir() . '/logs/error_log' }

@@ -1,0 +1,368 @@
+/* Licensed under the Apache License, Version 2.0 (see LICENSE).
+ *
+ * aura_jwks.c: the JWT keys of each VirtualHost and bearer-token
+ * authentication.
+ *
+ * Keys come from files named by AuraJWTKeyFile (a JWKS document, a PEM
+ * public key or certificate) and AuraJWTSecretFile (an HS256 secret),
+ * read and checked at config time: a missing or malformed file stops
+ * httpd with the directive's name.  A token whose kid is unknown makes
+ * the gateway re-read the VirtualHost's JWKS file (the issuer rotated
+ * its keys) at most once per AuraJWKSRefreshInterval across ALL children:
+ * the child that wins a compare-and-swap on the slot's last-refresh time
+ * in the shared segment reads the file and publishes the document there;
+ * the other children rebuild their key set from that copy (version
+ * number) without touching the file.  A flood of tokens with made-up kids
+ * therefore costs one refresh per interval, not one per request.
+ *
+ * Per child, each VirtualHost's key set is swapped under a read-write
+ * lock: verifications hold it for reading, a rebuild swaps the pointer
+ * and destroys the old set's pool under the write lock.
+ */
+#include "aura_private.h"
+#include "aura_jwt.h"
+
+#include "http_protocol.h"
+#include "apr_atomic.h"
+#include "apr_strings.h"
+#include "apr_thread_rwlock.h"
+
+typedef struct aura_jwt_state_t {
+    int slot;                         /* shm JWKS slot, -1: no JWKS file */
+    const char *jwks_path;
+    apr_array_header_t *sources;
+    aura_jwt_policy_t policy;         /* now: filled per request */
+    apr_interval_time_t refresh;
+    /* per child, from child_init: */
+    apr_thread_rwlock_t *lock;
+    apr_pool_t *pool;                 /* the current set's pool */
+    aura_jwt_keyset_t *keys;
+    apr_uint64_t version;             /* shm version the set was built from */
+} aura_jwt_state_t;
+
+/* Config time: read the file and check it can be used. */
+const char *aura_jwks_read_source(cmd_parms *cmd, aura_jwt_source_t *src)
+{
+    const char *path = ap_server_root_relative(cmd->pool, src->path);
+    aura_jwt_keyset_t *ks = aura_jwt_keyset_make(cmd->temp_pool);
+    apr_file_t *f;
+    apr_finfo_t fi;
+    const char *err = NULL;
+    char *buf;
+    apr_size_t n;
+    int added = 0;
+    apr_status_t rv;
+
+    rv = apr_file_open(&f, path, APR_FOPEN_READ, 0, cmd->temp_pool);
+    if (rv == APR_SUCCESS) {
+        rv = apr_file_info_get(&fi, APR_FINFO_SIZE, f);
+    }
+    if (rv == APR_SUCCESS && (fi.size <= 0 || fi.size >= AURA_JWKS_DOC_MAX)) {
+        apr_file_close(f);
+        return apr_psprintf(cmd->pool, "%s: %s is empty or not smaller "
+                            "than %d bytes", cmd->cmd->name, path,
+                            AURA_JWKS_DOC_MAX);
+    }
+    if (rv != APR_SUCCESS) {
+        return apr_psprintf(cmd->pool, "%s: cannot read %s: %pm",
+                            cmd->cmd->name, path, &rv);
+    }
+    buf = apr_palloc(cmd->pool, (apr_size_t)fi.size + 1);
+    rv = apr_file_read_full(f, buf, (apr_size_t)fi.size, &n);
+    apr_file_close(f);
+    if (rv != APR_SUCCESS) {
+        return apr_psprintf(cmd->pool, "%s: cannot read %s: %pm",
+                            cmd->cmd->name, path, &rv);
+    }
+    buf[n] = '\0';
+    src->path = path;
+    src->data = buf;
+    src->len = n;
+    if (src->kind == AURA_JWT_SRC_SECRET) {
+        rv = aura_jwt_keyset_add_secret(ks, src->kid,
+                                        (const unsigned char *)buf, n, &err);
+    }
+    else if (buf[strspn(buf, " \t\r\n")] == '{') {
+        src->kind = AURA_JWT_SRC_JWKS;
+        rv = aura_jwt_keyset_add_jwks(ks, buf, n, &added, &err);
+    }
+    else {
+        src->kind = AURA_JWT_SRC_PEM;
+        rv = aura_jwt_keyset_add_pem(ks, src->kid, buf, n, &err);
+    }
+    if (rv != APR_SUCCESS) {
+        return apr_psprintf(cmd->pool, "%s: %s: %s", cmd->cmd->name, path,
+                            err ? err : "unusable key material");
+    }
+    return NULL;
+}
+
+/* Builds a key set from the sources; jwks_doc replaces the config-time
+ * JWKS document when a refresh published a newer one. */
+static aura_jwt_keyset_t *build_keys(apr_pool_t *p, const aura_jwt_state_t *st,
+                                     const char *jwks_doc, apr_size_t len)
+{
+    aura_jwt_keyset_t *ks = aura_jwt_keyset_make(p);
+    int i;
+
+    for (i = 0; i < st->sources->nelts; i++) {
+        const aura_jwt_source_t *src =
+            &APR_ARRAY_IDX(st->sources, i, aura_jwt_source_t);
+        const char *err;
+        int added;
+
+        switch (src->kind) {
+        case AURA_JWT_SRC_JWKS:
+            if (jwks_doc) {
+                aura_jwt_keyset_add_jwks(ks, jwks_doc, len, &added, &err);
+            }
+            else {
+                aura_jwt_keyset_add_jwks(ks, src->data, src->len, &added,
+                                         &err);
+            }
+            break;
+        case AURA_JWT_SRC_PEM:
+            aura_jwt_keyset_add_pem(ks, src->kid, src->data, src->len, &err);
+            break;
+        case AURA_JWT_SRC_SECRET:
+            aura_jwt_keyset_add_secret(ks, src->kid,
+                                       (const unsigned char *)src->data,
+                                       src->len, &err);
+            break;
+        }
+    }
+    return ks;
+}
+
+apr_status_t aura_jwks_post_config(apr_pool_t *pconf, server_rec *s)
+{
+    int next_slot = 0, i;
+    server_rec *v;
+
+    /* A new generation re-reads its files: forget published documents,
+     * so a slot never serves another VirtualHost's keys after the
+     * configuration changed (old children only adopt a newer version). */
+    for (i = 0; i < AURA_JWKS_SLOTS; i++) {
+        aura_shm_jwks_t *j = aura_shm_jwks(i);
+
+        if (j) {
+            apr_atomic_set64(&j->version, 0);
+            apr_atomic_set64(&j->last_refresh, 0);
+            j->len = 0;
+        }
+    }
+    /* Each server_rec with keys (its own or inherited by the merge) gets
+     * its own state and slot: policies may differ per VirtualHost. */
+    for (v = s; v; v = v->next) {
+        aura_server_conf_t *c = aura_server_conf(v);
+        aura_jwt_state_t *st;
+        const char *err = NULL;
+
+        c->jwt = NULL;
+        /* Only a plane takes tokens: a key file in the main server must
+         * not cost a shared slot for every unrelated VirtualHost. */
+        if (!c->jwt_sources || aura_server_plane(v) == AURA_PLANE_NONE) {
+            continue;
+        }
+        st = apr_pcalloc(pconf, sizeof(*st));
+        st->sources = c->jwt_sources;
+        st->slot = -1;
+        for (i = 0; i < st->sources->nelts; i++) {
+            aura_jwt_source_t *src =
+                &APR_ARRAY_IDX(st->sources, i, aura_jwt_source_t);
+
+            if (src->kind == AURA_JWT_SRC_JWKS && st->slot < 0) {
+                if (next_slot >= AURA_JWKS_SLOTS) {
+                    ap_log_error(APLOG_MARK, APLOG_WARNING, 0, v,
+                                 AURA_LOGNO(00050) "more than %d "
+                                 "VirtualHosts with a JWKS file: %s is "
+                                 "not refreshed on unknown kids",
+                                 AURA_JWKS_SLOTS, src->path);
+                    continue;
+                }
+                st->slot = next_slot++;
+                st->jwks_path = src->path;
+            }
+        }
+        st->policy.algs = c->jwt_algs ? c->jwt_algs
+                                      : aura_jwt_parse_algs(
+                                            AURA_DEFAULT_JWT_ALGS, &err);
+        st->policy.leeway = c->jwt_leeway != AURA_UNSET
+                                ? c->jwt_leeway : AURA_DEFAULT_JWT_LEEWAY;
+        st->policy.issuer = c->jwt_issuer;
+        st->policy.audience = c->jwt_audience;
+        st->policy.max_len = c->jwt_max_len != AURA_UNSET
+                                 ? (apr_size_t)c->jwt_max_len : 0;
+        st->policy.require_sub = 1;
+        st->refresh = c->jwks_refresh != AURA_UNSET
+                          ? c->jwks_refresh : AURA_DEFAULT_JWKS_REFRESH;
+        c->jwt = st;
+    }
+    return APR_SUCCESS;
+}
+
+void aura_jwks_child_init(apr_pool_t *pchild, server_rec *s)
+{
+    server_rec *v;
+
+    for (v = s; v; v = v->next) {
+        aura_jwt_state_t *st = aura_server_conf(v)->jwt;
+
+        if (!st || st->lock) {
+            continue;   /* none, or shared with the main server */
+        }
+        apr_thread_rwlock_create(&st->lock, pchild);
+        apr_pool_create(&st->pool, pchild);
+        st->keys = build_keys(st->pool, st, NULL, 0);
+        st->version = 0;
+    }
+}
+
+/* Adopt the published document if it is newer than ours. */
+static int adopt_published(aura_jwt_state_t *st)
+{
+    aura_shm_jwks_t *j = aura_shm_jwks(st->slot);
+    apr_uint64_t version;
+    apr_pool_t *pool, *old;
+    char *doc = NULL;
+    apr_size_t len = 0;
+
+    if (!j || (version = apr_atomic_read64(&j->version)) <= st->version) {
+        return 0;
+    }
+    apr_pool_create(&pool, apr_pool_parent_get(st->pool));
+    apr_global_mutex_lock(aura_shm_mutex());
+    version = apr_atomic_read64(&j->version);
+    len = j->len;
+    if (len) {
+        doc = apr_pmemdup(pool, j->doc, len + 1);
+        doc[len] = '\0';
+    }
+    apr_global_mutex_unlock(aura_shm_mutex());
+    if (!doc) {
+        apr_pool_destroy(pool);
+        return 0;
+    }
+    apr_thread_rwlock_wrlock(st->lock);
+    old = st->pool;
+    st->pool = pool;
+    st->keys = build_keys(pool, st, doc, len);
+    st->version = version;
+    apr_thread_rwlock_unlock(st->lock);
+    apr_pool_destroy(old);
+    return 1;
+}
+
+/* One refresh of the JWKS file for all children, if it is due. */
+static int refresh_due(request_rec *r, aura_jwt_state_t *st)
+{
+    aura_shm_jwks_t *j = aura_shm_jwks(st->slot);
+    apr_time_t now = apr_time_now();
+    apr_uint64_t last;
+    apr_file_t *f;
+    apr_size_t n = 0;
+    char *buf;
+    aura_jwt_keyset_t *check;
+    const char *err = NULL;
+    int added = 0;
+    apr_status_t rv;
+
+    if (!j) {
+        return 0;
+    }
+    last = apr_atomic_read64(&j->last_refresh);
+    if ((apr_time_t)last + st->refresh > now
+        || apr_atomic_cas64(&j->last_refresh, (apr_uint64_t)now, last)
+           != last) {
+        return 0;   /* not due, or another child is refreshing */
+    }
+    buf = apr_palloc(r->pool, AURA_JWKS_DOC_MAX + 1);
+    rv = apr_file_open(&f, st->jwks_path, APR_FOPEN_READ, 0, r->pool);
+    if (rv == APR_SUCCESS) {
+        rv = apr_file_read_full(f, buf, AURA_JWKS_DOC_MAX, &n);
+        apr_file_close(f);
+        rv = (rv == APR_EOF || rv == APR_SUCCESS) && n < AURA_JWKS_DOC_MAX
+                 ? APR_SUCCESS : (rv == APR_SUCCESS ? APR_ENOSPC : rv);
+    }
+    if (rv == APR_SUCCESS) {
+        buf[n] = '\0';
+        check = aura_jwt_keyset_make(r->pool);
+        rv = aura_jwt_keyset_add_jwks(check, buf, n, &added, &err);
+    }
+    if (rv != APR_SUCCESS) {
+        /* rv only for I/O errors: a parse error has its own text. */
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, err ? 0 : rv, r,
+                      AURA_LOGNO(00051) "JWKS refresh from %s failed: %s; "
+                      "keeping the current keys", st->jwks_path,
+                      err ? err : "cannot read it whole");
+        return 0;
+    }
+    apr_global_mutex_lock(aura_shm_mutex());
+    memcpy(j->doc, buf, n + 1);
+    j->len = (apr_uint32_t)n;
+    apr_atomic_inc64(&j->version);
+    apr_global_mutex_unlock(aura_shm_mutex());
+    ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, r, AURA_LOGNO(00052)
+                  "JWKS refreshed from %s on an unknown kid: %d keys",
+                  st->jwks_path, added);
+    return 1;
+}
+
+static aura_jwt_result_e verify(request_rec *r, aura_jwt_state_t *st,
+                                const char *token, aura_jwt_claims_t *claims)
+{
+    aura_jwt_policy_t pol = st->policy;
+    aura_jwt_result_e res;
+
+    pol.now = apr_time_now();
+    apr_thread_rwlock_rdlock(st->lock);
+    res = aura_jwt_verify(r->pool, st->keys, &pol, token, claims);
+    apr_thread_rwlock_unlock(st->lock);
+    return res;
+}
+
+static int refuse_token(request_rec *r, const char *why)
+{
+    apr_table_setn(r->err_headers_out, "WWW-Authenticate",
+                   "Bearer error=\"invalid_token\"");
+    aura_problem_note(r, "invalid-token", why);
+    return HTTP_UNAUTHORIZED;
+}
+
+AURA_DECLARE(int) aura_auth_bearer(request_rec *r)
+{
+    const char *auth = apr_table_get(r->headers_in, "Authorization");
+    aura_jwt_state_t *st = aura_server_conf(r->server)->jwt;
+    aura_request_t *rq = aura_request_get(r);
+    aura_jwt_claims_t claims;
+    aura_jwt_result_e res;
+    const char *token;
+
+    if (!auth || strncasecmp(auth, "Bearer", 6)
+        || (auth[6] != ' ' && auth[6] != '\0')) {
+        return DECLINED;   /* no bearer token: another scheme is not ours */
+    }
+    token = auth + 6;
+    while (*token == ' ') {
+        token++;
+    }
+    if (!rq || !st || !st->lock) {
+        return refuse_token(r, "bearer tokens are not accepted here");
+    }
+    res = verify(r, st, token, &claims);
+    if (res == AURA_JWT_UNKNOWN_KID && st->slot >= 0
+        && (adopt_published(st) || (refresh_due(r, st)
+                                    && adopt_published(st)))) {
+        res = verify(r, st, token, &claims);
+    }
+    if (res != AURA_JWT_OK) {
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, AURA_LOGNO(00053)
+                      "bearer token refused: %s", aura_jwt_result_text(res));
+        return refuse_token(r, aura_jwt_result_text(res));
+    }
+    rq->actor = claims.sub;
+    rq->role = "authenticated";
+    r->user = (char *)claims.sub;
+    r->ap_auth_type = "Bearer";
+    return OK;
+}

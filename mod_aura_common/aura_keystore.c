@@ -1,0 +1,149 @@
+/* Licensed under the Apache License, Version 2.0 (see LICENSE).
+ *
+ * aura_keystore.c: API key lookups, cached per child.
+ *
+ * The cache is a fixed array of AuraKeyCacheSize slots (a power of two),
+ * direct-mapped by the key's SHA-256: O(1), bounded, no eviction policy
+ * to get wrong; a colliding key simply takes the slot.  Unknown keys are
+ * cached too (negative entries), so a flood of the same bad key costs
+ * one query per TTL, not one per request; distinct junk keys cycle
+ * through the slots without growing memory.  Entries live at most
+ * AuraKeyCacheTTL: a key revoked in the database stops working within
+ * that time on every child (the NATS invalidation broadcast, later, makes
+ * it immediate).  A thread mutex guards the array: O(1) copies inside,
+ * no I/O.
+ */
+#include "aura_private.h"
+#include "aura_apikey.h"
+
+#include "apr_thread_mutex.h"
+#include "apr_strings.h"
+
+#include <libpq-fe.h>
+
+#define ID_MAX 64
+
+typedef struct {
+    char hash[65];
+    apr_time_t expires;    /* 0: empty slot */
+    int found;
+    char project[ID_MAX];
+    char org[ID_MAX];
+    char plan[32];
+    char role[16];
+} key_slot_t;
+
+/* Written in child_init only. */
+static key_slot_t *slots;
+static apr_uint32_t slot_mask;
+static apr_thread_mutex_t *slots_mutex;
+static apr_interval_time_t cache_ttl;
+
+void aura_keystore_child_init(apr_pool_t *pchild, server_rec *s)
+{
+    const aura_server_conf_t *c = aura_server_conf(s);
+    int n = c->key_cache_size != AURA_UNSET ? c->key_cache_size
+                                            : AURA_DEFAULT_KEY_CACHE_SIZE;
+
+    cache_ttl = c->key_cache_ttl != AURA_UNSET ? c->key_cache_ttl
+                                               : AURA_DEFAULT_KEY_CACHE_TTL;
+    slots = apr_pcalloc(pchild, sizeof(*slots) * (apr_size_t)n);
+    slot_mask = (apr_uint32_t)n - 1;
+    if (apr_thread_mutex_create(&slots_mutex, APR_THREAD_MUTEX_DEFAULT,
+                                pchild) != APR_SUCCESS) {
+        slots_mutex = NULL;
+    }
+}
+
+static key_slot_t *slot_of(const char *hash)
+{
+    apr_uint32_t h = 0;
+    int i;
+
+    for (i = 0; i < 8; i++) {
+        h = (h << 4) | (apr_uint32_t)(hash[i] <= '9' ? hash[i] - '0'
+                                                     : hash[i] - 'a' + 10);
+    }
+    return &slots[h & slot_mask];
+}
+
+static void copy_field(char *dst, apr_size_t size, const char *src)
+{
+    apr_cpystrn(dst, src ? src : "", size);
+}
+
+/* Cache hit: copy the identity out under the lock. */
+static int cache_get(const char *hash, apr_time_t now, key_slot_t *out)
+{
+    key_slot_t *s;
+    int hit = 0;
+
+    if (!slots || !slots_mutex || cache_ttl == 0) {
+        return 0;
+    }
+    apr_thread_mutex_lock(slots_mutex);
+    s = slot_of(hash);
+    if (s->expires > now && !strcmp(s->hash, hash)) {
+        *out = *s;
+        hit = 1;
+    }
+    apr_thread_mutex_unlock(slots_mutex);
+    return hit;
+}
+
+static void cache_put(const key_slot_t *e)
+{
+    if (!slots || !slots_mutex || cache_ttl == 0) {
+        return;
+    }
+    apr_thread_mutex_lock(slots_mutex);
+    *slot_of(e->hash) = *e;
+    apr_thread_mutex_unlock(slots_mutex);
+}
+
+static apr_status_t lookup_db(request_rec *r, const char *hash,
+                              key_slot_t *e)
+{
+    const char *params[1] = { hash };
+    PGresult *res;
+    apr_status_t rv = aura_db_query(r, AURA_DB_KEY_LOOKUP, params, &res);
+
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    e->found = PQntuples(res) == 1;
+    if (e->found) {
+        copy_field(e->project, sizeof(e->project), PQgetvalue(res, 0, 0));
+        copy_field(e->role, sizeof(e->role), PQgetvalue(res, 0, 1));
+        copy_field(e->org, sizeof(e->org), PQgetvalue(res, 0, 2));
+        copy_field(e->plan, sizeof(e->plan), PQgetvalue(res, 0, 3));
+    }
+    return APR_SUCCESS;
+}
+
+apr_status_t aura_keystore_lookup(request_rec *r, const char *key,
+                                  aura_key_identity_t *id)
+{
+    key_slot_t e;
+    apr_time_t now = apr_time_now();
+    apr_status_t rv;
+
+    memset(&e, 0, sizeof(e));
+    aura_apikey_hash(key, e.hash);
+    if (!cache_get(e.hash, now, &e)) {
+        rv = lookup_db(r, e.hash, &e);
+        if (rv != APR_SUCCESS) {
+            return rv;
+        }
+        e.expires = now + cache_ttl;
+        cache_put(&e);
+    }
+    if (!e.found) {
+        return APR_NOTFOUND;
+    }
+    id->project = apr_pstrdup(r->pool, e.project);
+    id->org = apr_pstrdup(r->pool, e.org);
+    id->plan = apr_pstrdup(r->pool, e.plan);
+    id->key_role = apr_pstrdup(r->pool, e.role);
+    return APR_SUCCESS;
+}

@@ -1,0 +1,39 @@
+# Licensed under the Apache License, Version 2.0 (see LICENSE).
+#
+# The key store down: a key that is not cached cannot be decided, so the
+# request is refused with 503 store-unavailable (never let in, never a
+# default role); once Postgres is back the pool reconnects by itself.
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use Test::More import => ['!plan'];
+use Apache::Test qw(-withtestmore);
+use Apache::TestRequest qw(GET);
+use Aura::Test qw(new_reqid exec_count problem_ok pg_stop pg_start
+                  wait_until);
+
+plan tests => 1 + 4 + 1 + 1;
+
+Apache::TestRequest::module('aura_data');
+my $ANON = 'ak_test_anon_0123456789abcdef';
+
+is(GET('/v1/functions/x', apikey => $ANON)->code, 200, 'served before');
+
+pg_stop();
+my $started = 0;
+END { pg_start() unless $started }
+
+my $id = new_reqid('pgdown');
+problem_ok(GET('/v1/functions/x', apikey => 'ak_test_nowhere_0123456789abcdef',
+               'X-Request-Id' => $id),
+           503, 'store-unavailable', 'an uncached key while Postgres is down');
+is(exec_count($id), 0, 'nothing was forwarded');
+
+pg_start();
+$started = 1;
+ok(wait_until(15, sub {
+       !grep { GET('/v1/functions/x', apikey => $ANON)->code != 200 } 1 .. 6
+   }), 'Postgres back: every child reconnects by itself');
