@@ -38,16 +38,18 @@ aura_start_nats() {
 
 # Start the example service and wait until it is subscribed (it writes
 # its pid file only after its subscriptions are flushed to the server):
-# aura_start_service RUNDIR NATS_URL
+# aura_start_service RUNDIR NATS_URL [service options]
 aura_start_service() {
-    rm -f "$1/service.pid"
-    "$AURA_TOP/t/services/aura_example_service" -s "$2" \
-        -p "$1/service.pid" >"$1/service.log" 2>&1 &
+    _run=$1 _url=$2
+    shift 2
+    rm -f "$_run/service.pid"
+    "$AURA_TOP/t/services/aura_example_service" -s "$_url" \
+        -p "$_run/service.pid" "$@" >"$_run/service.log" 2>&1 &
     for _i in $(seq 100); do
-        [ -s "$1/service.pid" ] && return 0
+        [ -s "$_run/service.pid" ] && return 0
         sleep 0.1
     done
-    aura_die "example service did not start (see $1/service.log)"
+    aura_die "example service did not start (see $_run/service.log)"
 }
 
 # Stop the process whose pid is in FILE, wait for it to exit (5 s), and

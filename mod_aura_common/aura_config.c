@@ -569,8 +569,10 @@ static const char *add_jwt_source(cmd_parms *cmd, aura_jwt_src_kind_e kind,
         int i;
 
         for (i = 0; i < c->jwt_sources->nelts - 1; i++) {
-            if (APR_ARRAY_IDX(c->jwt_sources, i, aura_jwt_source_t).kind
-                == AURA_JWT_SRC_JWKS) {
+            aura_jwt_src_kind_e k =
+                APR_ARRAY_IDX(c->jwt_sources, i, aura_jwt_source_t).kind;
+
+            if (k == AURA_JWT_SRC_JWKS || k == AURA_JWT_SRC_NATS) {
                 return apr_psprintf(cmd->pool, "%s: %s is a second JWKS "
                                     "document in this server: one JWKS "
                                     "per VirtualHost (merge them)",
@@ -594,6 +596,39 @@ static const char *set_jwt_secret_file(cmd_parms *cmd, void *dummy,
 {
     (void)dummy;
     return add_jwt_source(cmd, AURA_JWT_SRC_SECRET, path, kid);
+}
+
+static const char *set_jwks_subject(cmd_parms *cmd, void *dummy,
+                                    const char *subject)
+{
+    aura_server_conf_t *c = cmd_server_conf(cmd);
+    aura_jwt_source_t *src;
+    int i;
+
+    (void)dummy;
+    if (!valid_subject(subject)) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not a NATS subject",
+                            cmd->cmd->name, subject);
+    }
+    if (!c->jwt_sources) {
+        c->jwt_sources = apr_array_make(cmd->pool, 2,
+                                        sizeof(aura_jwt_source_t));
+    }
+    for (i = 0; i < c->jwt_sources->nelts; i++) {
+        aura_jwt_src_kind_e k =
+            APR_ARRAY_IDX(c->jwt_sources, i, aura_jwt_source_t).kind;
+
+        if (k == AURA_JWT_SRC_JWKS || k == AURA_JWT_SRC_NATS) {
+            return apr_psprintf(cmd->pool, "%s: this server already has a "
+                                "JWKS source: one JWKS per VirtualHost",
+                                cmd->cmd->name);
+        }
+    }
+    src = apr_array_push(c->jwt_sources);
+    memset(src, 0, sizeof(*src));
+    src->kind = AURA_JWT_SRC_NATS;
+    src->path = subject;
+    return NULL;
 }
 
 static const char *set_jwt_algs(cmd_parms *cmd, void *dummy,
@@ -696,6 +731,9 @@ const command_rec aura_cmds[] = {
                    RSRC_CONF,
                    "A file holding an HS256 secret (32 bytes at least), "
                    "and its kid"),
+    AP_INIT_TAKE1("AuraJWKSSubject", set_jwks_subject, NULL, RSRC_CONF,
+                  "NATS subject of the identity service's JWKS, fetched "
+                  "on first use and on an unknown kid"),
     AP_INIT_RAW_ARGS("AuraJWTAlgorithms", set_jwt_algs, NULL, RSRC_CONF,
                      "Algorithms bearer tokens may use: RS256 ES256 HS256"),
     AP_INIT_TAKE1("AuraJWTLeeway", set_server_time,

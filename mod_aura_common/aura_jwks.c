@@ -6,7 +6,9 @@
  * Keys come from files named by AuraJWTKeyFile (a JWKS document, a PEM
  * public key or certificate) and AuraJWTSecretFile (an HS256 secret),
  * read and checked at config time: a missing or malformed file stops
- * httpd with the directive's name.  A token whose kid is unknown makes
+ * httpd with the directive's name; or from the identity service over
+ * NATS (AuraJWKSSubject), fetched on the first token and published to
+ * all children the same way as a refresh.  A token whose kid is unknown makes
  * the gateway re-read the VirtualHost's JWKS file (the issuer rotated
  * its keys) at most once per AuraJWKSRefreshInterval across ALL children:
  * the child that wins a compare-and-swap on the slot's last-refresh time
@@ -21,15 +23,19 @@
  */
 #include "aura_private.h"
 #include "aura_jwt.h"
+#include "aura_envelope.h"
 
 #include "http_protocol.h"
 #include "apr_atomic.h"
 #include "apr_strings.h"
 #include "apr_thread_rwlock.h"
 
+#define AURA_JWKS_FETCH_TIMEOUT_MS 2000
+
 typedef struct aura_jwt_state_t {
-    int slot;                         /* shm JWKS slot, -1: no JWKS file */
-    const char *jwks_path;
+    int slot;                         /* shm JWKS slot, -1: no JWKS */
+    const char *jwks_path;            /* file, or NATS subject */
+    int from_nats;
     apr_array_header_t *sources;
     aura_jwt_policy_t policy;         /* now: filled per request */
     apr_interval_time_t refresh;
@@ -121,6 +127,11 @@ static aura_jwt_keyset_t *build_keys(apr_pool_t *p, const aura_jwt_state_t *st,
                                          &err);
             }
             break;
+        case AURA_JWT_SRC_NATS:
+            if (jwks_doc) {
+                aura_jwt_keyset_add_jwks(ks, jwks_doc, len, &added, &err);
+            }
+            break;
         case AURA_JWT_SRC_PEM:
             aura_jwt_keyset_add_pem(ks, src->kid, src->data, src->len, &err);
             break;
@@ -171,7 +182,8 @@ apr_status_t aura_jwks_post_config(apr_pool_t *pconf, server_rec *s)
             aura_jwt_source_t *src =
                 &APR_ARRAY_IDX(st->sources, i, aura_jwt_source_t);
 
-            if (src->kind == AURA_JWT_SRC_JWKS && st->slot < 0) {
+            if ((src->kind == AURA_JWT_SRC_JWKS
+                 || src->kind == AURA_JWT_SRC_NATS) && st->slot < 0) {
                 if (next_slot >= AURA_JWKS_SLOTS) {
                     ap_log_error(APLOG_MARK, APLOG_WARNING, 0, v,
                                  AURA_LOGNO(00050) "more than %d "
@@ -182,6 +194,7 @@ apr_status_t aura_jwks_post_config(apr_pool_t *pconf, server_rec *s)
                 }
                 st->slot = next_slot++;
                 st->jwks_path = src->path;
+                st->from_nats = src->kind == AURA_JWT_SRC_NATS;
             }
         }
         st->policy.algs = c->jwt_algs ? c->jwt_algs
@@ -253,7 +266,56 @@ static int adopt_published(aura_jwt_state_t *st)
     return 1;
 }
 
-/* One refresh of the JWKS file for all children, if it is due. */
+/* The JWKS from the identity service, over NATS like any other request
+ * (the gateway has no HTTP client besides mod_proxy): GET /jwks in the
+ * envelope, Aura-Status 200 and the document as the payload. */
+static apr_status_t fetch_nats(request_rec *r, const char *subject,
+                               char *buf, apr_size_t *n, const char **err)
+{
+    aura_request_t *rq = aura_request_get(r);
+    aura_envelope_req_t in;
+    aura_envelope_reply_t out;
+    natsMsg *msg = NULL, *reply = NULL;
+    natsStatus s;
+    apr_status_t rv = APR_EGENERAL;
+
+    if (!aura_nats_connected()) {
+        *err = "the NATS connection is down";
+        return APR_EGENERAL;
+    }
+    memset(&in, 0, sizeof(in));
+    in.method = "GET";
+    in.path = "/jwks";
+    in.request_id = rq ? rq->request_id : NULL;
+    in.plane = rq ? aura_plane_name(rq->plane) : NULL;
+    s = aura_envelope_encode(r->pool, subject, &in, &msg);
+    if (s == NATS_OK) {
+        s = natsConnection_RequestMsg(&reply, aura_nats_conn(), msg,
+                                      AURA_JWKS_FETCH_TIMEOUT_MS);
+    }
+    natsMsg_Destroy(msg);
+    if (s != NATS_OK) {
+        *err = natsStatus_GetText(s);
+        return APR_EGENERAL;
+    }
+    if (aura_envelope_decode(r->pool, reply, &out, err) == APR_SUCCESS) {
+        if (out.status != 200) {
+            *err = "the identity service did not answer 200";
+        }
+        else if (out.body_len >= AURA_JWKS_DOC_MAX) {
+            *err = "the document is too large";
+        }
+        else {
+            memcpy(buf, out.body, out.body_len);
+            *n = out.body_len;
+            rv = APR_SUCCESS;
+        }
+    }
+    natsMsg_Destroy(reply);
+    return rv;
+}
+
+/* One refresh of the JWKS (file or NATS) for all children, if due. */
 static int refresh_due(request_rec *r, aura_jwt_state_t *st)
 {
     aura_shm_jwks_t *j = aura_shm_jwks(st->slot);
@@ -277,12 +339,17 @@ static int refresh_due(request_rec *r, aura_jwt_state_t *st)
         return 0;   /* not due, or another child is refreshing */
     }
     buf = apr_palloc(r->pool, AURA_JWKS_DOC_MAX + 1);
-    rv = apr_file_open(&f, st->jwks_path, APR_FOPEN_READ, 0, r->pool);
-    if (rv == APR_SUCCESS) {
-        rv = apr_file_read_full(f, buf, AURA_JWKS_DOC_MAX, &n);
-        apr_file_close(f);
-        rv = (rv == APR_EOF || rv == APR_SUCCESS) && n < AURA_JWKS_DOC_MAX
-                 ? APR_SUCCESS : (rv == APR_SUCCESS ? APR_ENOSPC : rv);
+    if (st->from_nats) {
+        rv = fetch_nats(r, st->jwks_path, buf, &n, &err);
+    }
+    else {
+        rv = apr_file_open(&f, st->jwks_path, APR_FOPEN_READ, 0, r->pool);
+        if (rv == APR_SUCCESS) {
+            rv = apr_file_read_full(f, buf, AURA_JWKS_DOC_MAX, &n);
+            apr_file_close(f);
+            rv = (rv == APR_EOF || rv == APR_SUCCESS) && n < AURA_JWKS_DOC_MAX
+                     ? APR_SUCCESS : (rv == APR_SUCCESS ? APR_ENOSPC : rv);
+        }
     }
     if (rv == APR_SUCCESS) {
         buf[n] = '\0';
@@ -292,8 +359,9 @@ static int refresh_due(request_rec *r, aura_jwt_state_t *st)
     if (rv != APR_SUCCESS) {
         /* rv only for I/O errors: a parse error has its own text. */
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, err ? 0 : rv, r,
-                      AURA_LOGNO(00051) "JWKS refresh from %s failed: %s; "
-                      "keeping the current keys", st->jwks_path,
+                      AURA_LOGNO(00051) "JWKS refresh from %s%s failed: "
+                      "%s; keeping the current keys",
+                      st->from_nats ? "nats:" : "", st->jwks_path,
                       err ? err : "cannot read it whole");
         return 0;
     }
@@ -303,8 +371,8 @@ static int refresh_due(request_rec *r, aura_jwt_state_t *st)
     apr_atomic_inc64(&j->version);
     apr_global_mutex_unlock(aura_shm_mutex());
     ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, r, AURA_LOGNO(00052)
-                  "JWKS refreshed from %s on an unknown kid: %d keys",
-                  st->jwks_path, added);
+                  "JWKS refreshed from %s%s on an unknown kid: %d keys",
+                  st->from_nats ? "nats:" : "", st->jwks_path, added);
     return 1;
 }
 

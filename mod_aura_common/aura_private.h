@@ -106,12 +106,15 @@ typedef struct {
 typedef enum {
     AURA_JWT_SRC_JWKS = 1,   /* a JWKS document: refreshed on unknown kid */
     AURA_JWT_SRC_PEM,        /* an SPKI public key or a certificate */
-    AURA_JWT_SRC_SECRET      /* an HS256 secret */
+    AURA_JWT_SRC_SECRET,     /* an HS256 secret */
+    AURA_JWT_SRC_NATS        /* a JWKS fetched from a NATS subject (the
+                                identity service), on first use and on
+                                unknown kid */
 } aura_jwt_src_kind_e;
 
 typedef struct {
     aura_jwt_src_kind_e kind;
-    const char *path;
+    const char *path;        /* file, or NATS subject for _NATS */
     const char *kid;
     const char *data;        /* the file as read at config time */
     apr_size_t len;

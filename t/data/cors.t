@@ -15,9 +15,10 @@ use Test::More import => ['!plan'];
 use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET);
 use HTTP::Request;
+use IO::Socket::INET;
 use Aura::Test qw(new_reqid exec_count);
 
-plan tests => 11 + 5 * 6 + 5 + 3;
+plan tests => 11 + 5 * 6 + 5 + 3 + 3;
 
 Apache::TestRequest::module('aura_data');
 my $ANON = 'ak_test_anon_0123456789abcdef';
@@ -87,3 +88,18 @@ is($res->header('X-Frame-Options'), 'SAMEORIGIN', 'override: a new value');
 ok(!defined $res->header('Referrer-Policy'), 'override: off removes it');
 is($res->header('X-Content-Type-Options'), 'nosniff',
    'override: the others are kept');
+
+# A 413 refused before the body is read carries them too.
+my $sock = IO::Socket::INET->new(PeerAddr => Apache::TestRequest::hostport(),
+                                 Timeout => 10) or die "connect: $!";
+print $sock "POST /v1/functions/big HTTP/1.1\r\nHost: localhost\r\n"
+          . "apikey: $ANON\r\nContent-Length: 2097152\r\n\r\n";
+my $head = '';
+while (my $line = <$sock>) {
+    $head .= $line;
+    last if $line eq "\r\n";
+}
+close $sock;
+like($head, qr{^HTTP/1\.1 413 }, '413 before the body');
+like($head, qr{^Access-Control-Allow-Origin: \*\r$}mi, '413: CORS');
+like($head, qr{^X-Frame-Options: DENY\r$}mi, '413: security headers');

@@ -15,10 +15,12 @@
  * x-example-reply-header[-N]: "Name: value" (repeatable), x-example-headers:
  * json, x-example-body-size (0..64 MiB).  Anything else: echo the body.
  * Unusable values get a 400 saying why.  The count subject answers a
- * request id (the payload) with how many times it was received.
+ * request id (the payload) with how many times it was received.  With
+ * -j subject=file it also serves that file (a JWKS document) on subject.
  *
  * Usage: aura_example_service [-s nats_url] [-p pidfile]
- *                             [-c count_subject] [subject ...]
+ *                             [-c count_subject] [-j subject=jwks_file]
+ *                             [subject ...]
  */
 #include <nats/nats.h>
 #include <jansson.h>
@@ -693,6 +695,46 @@ done:
     natsMsg_Destroy(msg);
 }
 
+/* -j subject=file: answers every request with the file's bytes, read
+ * anew each time (a JWKS document, as aura-auth publishes it; tests
+ * rotate keys by rewriting the file).  Each request counts under the id
+ * "jwks:<subject>", so a test can tell how often the gateway fetched. */
+static void on_jwks(natsConnection *nc, natsSubscription *sub,
+                    natsMsg *msg, void *closure)
+{
+    const char *path = closure;
+    char buf[65536], idbuf[300];
+    size_t n = 0;
+    FILE *f;
+    natsMsg *reply = NULL;
+    natsStatus s;
+
+    snprintf(idbuf, sizeof(idbuf), "jwks:%s", natsSubscription_GetSubject(sub)
+             ? natsSubscription_GetSubject(sub) : "?");
+    count_bump(idbuf);
+    if (!natsMsg_GetReply(msg)) {
+        natsMsg_Destroy(msg);
+        return;
+    }
+    if ((f = fopen(path, "rb")) != NULL) {
+        n = fread(buf, 1, sizeof(buf), f);
+        fclose(f);
+    }
+    s = natsMsg_Create(&reply, natsMsg_GetReply(msg), NULL, buf, (int)n);
+    if (s == NATS_OK) {
+        s = natsMsgHeader_Set(reply, "Aura-Status", n ? "200" : "503");
+    }
+    if (s == NATS_OK) {
+        s = natsMsgHeader_Set(reply, "Content-Type",
+                              "application/jwk-set+json");
+    }
+    if (s == NATS_OK) {
+        publish(nc, reply);
+    }
+    natsMsg_Destroy(reply);
+    natsMsg_Destroy(msg);
+}
+
 /* Connection events go to stderr so a failing test's log shows when the
  * service lost and regained nats-server. */
 static void on_disconnected(natsConnection *nc, void *closure)
@@ -731,7 +773,7 @@ static void on_error(natsConnection *nc, natsSubscription *sub,
 static void usage(void)
 {
     fprintf(stderr, "usage: " PROG " [-s nats_url] [-p pidfile] "
-            "[-c count_subject] [subject ...]\n");
+            "[-c count_subject] [-j subject=jwks_file] [subject ...]\n");
     exit(2);
 }
 
@@ -746,13 +788,23 @@ int main(int argc, char **argv)
     natsConnection *nc = NULL;
     natsSubscription **subs = NULL;
     natsSubscription *count_sub = NULL;
+    natsSubscription *jwks_sub = NULL;
+    char *jwks_subject = NULL, *jwks_file = NULL;
     natsStatus s;
     pthread_condattr_t cattr;
     sigset_t sigs;
     FILE *f;
 
-    while ((opt = getopt(argc, argv, "s:p:c:h")) != -1) {
+    while ((opt = getopt(argc, argv, "s:p:c:j:h")) != -1) {
         switch (opt) {
+        case 'j':
+            jwks_subject = optarg;
+            jwks_file = strchr(optarg, '=');
+            if (!jwks_file || jwks_file == optarg || !jwks_file[1]) {
+                usage();
+            }
+            *jwks_file++ = '\0';
+            break;
         case 's':
             url = optarg;
             break;
@@ -847,6 +899,14 @@ int main(int argc, char **argv)
                     count_subject, natsStatus_GetText(s));
         }
     }
+    if (s == NATS_OK && jwks_subject) {
+        s = natsConnection_Subscribe(&jwks_sub, nc, jwks_subject, on_jwks,
+                                     jwks_file);
+        if (s != NATS_OK) {
+            fprintf(stderr, PROG ": cannot subscribe to %s: %s\n",
+                    jwks_subject, natsStatus_GetText(s));
+        }
+    }
     /* The flush round-trip means the server has registered every
      * subscription, so "ready" really means requests will be answered. */
     if (s == NATS_OK && (s = natsConnection_Flush(nc)) != NATS_OK) {
@@ -901,6 +961,7 @@ int main(int argc, char **argv)
         natsSubscription_Destroy(subs[i]);
     }
     natsSubscription_Destroy(count_sub);
+    natsSubscription_Destroy(jwks_sub);
     free(subs);
     natsConnection_Destroy(nc);
     natsOptions_Destroy(opts);
