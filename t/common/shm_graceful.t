@@ -23,17 +23,20 @@ sub health { json_body(GET('/health')) || {} }
 
 # Both children count into the same counter: every response reports the
 # segment's total, whichever child answers, and it only grows.
+# (The kernel picks which child accepts a connection: keep asking, up to
+# a bound, until both children have answered.)
 my (%pids, @seen);
-for (1 .. 40) {
+for my $i (1 .. 400) {
     my $h = health();
     $pids{ $h->{pid} }++ if $h->{pid};
     push @seen, $h->{shm}{requests} || 0;
+    last if keys(%pids) >= 2 && $i >= 40;
 }
 my @sorted = sort { $a <=> $b } @seen;
 cmp_ok(scalar(keys %pids), '>=', 2, 'requests were served by two children');
 is("@seen", "@sorted", 'the shared counter grows across children');
-cmp_ok($seen[-1] - $seen[0], '>=', 39,
-       'no request lost between children (40 counted)');
+cmp_ok($seen[-1] - $seen[0], '>=', @seen - 1,
+       'no request lost between children (every one counted)');
 
 my $before = health();
 my $log_from = error_log_size();
