@@ -14,6 +14,7 @@
  *   2026-12-02  1.1  identity in aura_request_t; aura_auth_apikey,
  *                    aura_auth_bearer, aura_route_public,
  *                    aura_route_streaming, aura_cors_preflight.
+ *   2026-12-02  1.2  aura_auth_console.
  */
 #ifndef AURA_H
 #define AURA_H
@@ -29,7 +30,7 @@
  */
 
 #define AURA_API_MAJOR 1
-#define AURA_API_MINOR 1
+#define AURA_API_MINOR 2
 
 /* The export trio, as mod_proxy.h, mod_dbd.h and mod_watchdog.h spell it.
  * The modules are built with -fvisibility=hidden: only what carries
@@ -72,7 +73,8 @@ typedef struct aura_request_t {
     const char *org;
     const char *plan;
     const char *key_role;   /**< anon | service_role (from the key store) */
-    const char *role;       /**< data: anon | authenticated | service_role */
+    const char *role;       /**< data: anon | authenticated | service_role;
+                                 management: owner | admin | member */
     const char *actor;      /**< the JWT's sub, else key:<hash prefix> */
     /** The apikey query parameter, taken out of r->args and redacted from
      *  the request line; only streaming Locations may use it. */
@@ -204,6 +206,18 @@ AURA_DECLARE(int) aura_auth_apikey(request_rec *r, int allow_query);
  *         downgrade to anonymous.
  */
 AURA_DECLARE(int) aura_auth_bearer(request_rec *r);
+
+/**
+ * Management plane: require a console token (aud exactly
+ * aurabase-control), find which project or org the request concerns
+ * (AuraScope: X-Project-Id, or the path), and look up the token
+ * subject's role in that organization in Postgres, uncached.  The role
+ * is never read from the token.
+ * @return OK with org, project, role and actor set; 400 invalid-request
+ *         (no or bad id), 401 invalid-token, 403 forbidden (not a member,
+ *         or below AuraRequireRole), 503 store-unavailable.
+ */
+AURA_DECLARE(int) aura_auth_console(request_rec *r);
 
 /**
  * Answer a CORS preflight (OPTIONS with Origin and

@@ -55,6 +55,7 @@ void *aura_create_server_conf(apr_pool_t *p, server_rec *s)
     c->db_pool_max = AURA_UNSET;
     c->db_timeout = AURA_UNSET;
     c->key_cache_ttl = AURA_UNSET;
+    c->key_invalidation_subject = NULL;
     c->key_cache_size = AURA_UNSET;
     c->jwt_sources = NULL;
     c->jwt_algs = 0;
@@ -64,6 +65,8 @@ void *aura_create_server_conf(apr_pool_t *p, server_rec *s)
     c->jwt_max_len = AURA_UNSET;
     c->jwks_refresh = AURA_UNSET;
     c->jwt = NULL;
+    c->cors_origins = NULL;
+    c->cors_star_at = NULL;
     c->cors_methods = NULL;
     c->cors_headers = NULL;
     c->cors_expose = NULL;
@@ -94,6 +97,8 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     c->db_pool_max = merge_int(base->db_pool_max, add->db_pool_max);
     c->db_timeout = merge_time(base->db_timeout, add->db_timeout);
     c->key_cache_ttl = merge_time(base->key_cache_ttl, add->key_cache_ttl);
+    c->key_invalidation_subject = merge_ptr(base->key_invalidation_subject,
+                                            add->key_invalidation_subject);
     c->key_cache_size = merge_int(base->key_cache_size, add->key_cache_size);
     c->jwt_sources = (apr_array_header_t *)merge_ptr(base->jwt_sources,
                                                      add->jwt_sources);
@@ -104,6 +109,10 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     c->jwt_max_len = merge_int(base->jwt_max_len, add->jwt_max_len);
     c->jwks_refresh = merge_time(base->jwks_refresh, add->jwks_refresh);
     c->jwt = NULL;
+    c->cors_origins = (apr_array_header_t *)merge_ptr(base->cors_origins,
+                                                      add->cors_origins);
+    c->cors_star_at = add->cors_origins ? add->cors_star_at
+                                        : base->cors_star_at;
     c->cors_methods = merge_ptr(base->cors_methods, add->cors_methods);
     c->cors_headers = merge_ptr(base->cors_headers, add->cors_headers);
     c->cors_expose = merge_ptr(base->cors_expose, add->cors_expose);
@@ -123,6 +132,9 @@ void *aura_create_dir_conf(apr_pool_t *p, char *dir)
     d->health_detail = AURA_UNSET;
     d->public_route = AURA_UNSET;
     d->streaming = AURA_UNSET;
+    d->scope = AURA_UNSET;
+    d->require_role = AURA_UNSET;
+    d->key_rotation = AURA_UNSET;
     d->security_headers = NULL;
     return d;
 }
@@ -148,6 +160,9 @@ void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     d->health_detail = merge_int(base->health_detail, add->health_detail);
     d->public_route = merge_int(base->public_route, add->public_route);
     d->streaming = merge_int(base->streaming, add->streaming);
+    d->scope = merge_int(base->scope, add->scope);
+    d->require_role = merge_int(base->require_role, add->require_role);
+    d->key_rotation = merge_int(base->key_rotation, add->key_rotation);
     /* Per header: the nearer level's setting wins, others are inherited. */
     if (base->security_headers && add->security_headers) {
         d->security_headers = apr_table_overlay(p, add->security_headers,
@@ -680,6 +695,95 @@ static const char *set_jwt_max_len(cmd_parms *cmd, void *dummy,
                      &cmd_server_conf(cmd)->jwt_max_len);
 }
 
+static const char *set_cors_origin(cmd_parms *cmd, void *dummy,
+                                   const char *arg)
+{
+    aura_server_conf_t *c = cmd_server_conf(cmd);
+    apr_uri_t uri;
+
+    (void)dummy;
+    if (!c->cors_origins) {
+        c->cors_origins = apr_array_make(cmd->pool, 4, sizeof(const char *));
+    }
+    /* "*" is refused by check_config, which knows the plane; remember
+     * where it was written so the message can say. */
+    if (!strcmp(arg, "*")) {
+        c->cors_star_at = apr_psprintf(cmd->pool, "%s:%d",
+                                       cmd->directive->filename,
+                                       cmd->directive->line_num);
+    }
+    else if (apr_uri_parse(cmd->pool, arg, &uri) != APR_SUCCESS
+             || !uri.scheme || !uri.hostname
+             || (strcasecmp(uri.scheme, "https")
+                 && strcasecmp(uri.scheme, "http"))
+             || (uri.path && strcmp(uri.path, "")) || uri.query) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not an origin "
+                            "(scheme://host[:port], no path)",
+                            cmd->cmd->name, arg);
+    }
+    APR_ARRAY_PUSH(c->cors_origins, const char *) = arg;
+    return NULL;
+}
+
+static const char *set_invalidation_subject(cmd_parms *cmd, void *dummy,
+                                            const char *arg)
+{
+    const char *err = global_only(cmd);
+
+    (void)dummy;
+    if (err) {
+        return err;
+    }
+    if (!valid_subject(arg)) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not a NATS subject",
+                            cmd->cmd->name, arg);
+    }
+    cmd_server_conf(cmd)->key_invalidation_subject = arg;
+    return NULL;
+}
+
+static const char *set_scope(cmd_parms *cmd, void *dirv, const char *arg)
+{
+    aura_dir_conf_t *d = dirv;
+
+    if (!strcasecmp(arg, "project-header")) {
+        d->scope = AURA_SCOPE_PROJECT_HEADER;
+    }
+    else if (!strcasecmp(arg, "project-path")) {
+        d->scope = AURA_SCOPE_PROJECT_PATH;
+    }
+    else if (!strcasecmp(arg, "org-path")) {
+        d->scope = AURA_SCOPE_ORG_PATH;
+    }
+    else {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not one of: "
+                            "project-header | project-path | org-path",
+                            cmd->cmd->name, arg);
+    }
+    return NULL;
+}
+
+static const char *set_require_role(cmd_parms *cmd, void *dirv,
+                                    const char *arg)
+{
+    aura_dir_conf_t *d = dirv;
+
+    if (!strcasecmp(arg, "member")) {
+        d->require_role = AURA_ROLE_MEMBER;
+    }
+    else if (!strcasecmp(arg, "admin")) {
+        d->require_role = AURA_ROLE_ADMIN;
+    }
+    else if (!strcasecmp(arg, "owner")) {
+        d->require_role = AURA_ROLE_OWNER;
+    }
+    else {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not one of: member | "
+                            "admin | owner", cmd->cmd->name, arg);
+    }
+    return NULL;
+}
+
 #define NATS_TIME(name, field, help)                                        \
     AP_INIT_TAKE1(name, set_nats_time,                                      \
                   (void *)APR_OFFSETOF(aura_server_conf_t, field),          \
@@ -752,6 +856,24 @@ const command_rec aura_cmds[] = {
                   RSRC_CONF,
                   "Least time between two JWKS refreshes on unknown kids, "
                   "across all children"),
+    AP_INIT_ITERATE("AuraCORSAllowOrigin", set_cors_origin, NULL, RSRC_CONF,
+                    "Origins the management plane answers CORS requests "
+                    "from (never *)"),
+    AP_INIT_TAKE1("AuraKeyInvalidationSubject", set_invalidation_subject,
+                  NULL, RSRC_CONF,
+                  "NATS subject of key invalidations (payload: a project "
+                  "id)"),
+    AP_INIT_FLAG("AuraKeyRotation", set_dir_flag,
+                 (void *)APR_OFFSETOF(aura_dir_conf_t, key_rotation),
+                 ACCESS_CONF,
+                 "Whether a 2xx answer here rotated the project's keys: "
+                 "broadcast an invalidation"),
+    AP_INIT_TAKE1("AuraScope", set_scope, NULL, ACCESS_CONF,
+                  "Where a management request names its project or org: "
+                  "project-header | project-path | org-path"),
+    AP_INIT_TAKE1("AuraRequireRole", set_require_role, NULL, ACCESS_CONF,
+                  "Least organization role a management Location needs: "
+                  "member | admin | owner"),
     AP_INIT_TAKE1("AuraCORSAllowMethods", set_cors_list,
                   (void *)APR_OFFSETOF(aura_server_conf_t, cors_methods),
                   RSRC_CONF, "Methods a CORS preflight allows"),
@@ -797,6 +919,17 @@ int aura_check_config(apr_pool_t *pconf, apr_pool_t *plog,
         else if (c->plane == AURA_PLANE_MGMT
                  && !ap_find_linked_module("mod_aura_mgmt.c")) {
             need = "mod_aura_mgmt";
+        }
+        if (c->plane == AURA_PLANE_MGMT && c->cors_star_at) {
+            ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
+                         AURA_LOGNO(00054) "AuraCORSAllowOrigin * at %s: "
+                         "the management plane (VirtualHost defined at "
+                         "%s:%d) answers CORS only for listed origins; "
+                         "name each console origin instead",
+                         c->cors_star_at,
+                         v->defn_name ? v->defn_name : "?",
+                         v->defn_line_number);
+            return HTTP_INTERNAL_SERVER_ERROR;
         }
         if (need) {
             ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,

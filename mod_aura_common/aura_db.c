@@ -45,6 +45,15 @@ static const db_stmt_t stmts[AURA_DB_STMT_COUNT] = {
       "SELECT k.project_id, k.role, p.org_id, p.plan"
       "  FROM api_keys k JOIN projects p ON p.id = k.project_id"
       " WHERE k.key_hash = $1 AND k.revoked_at IS NULL", 1 },
+    /* project -> org -> membership; no row: no such project */
+    { "aura_project_role",
+      "SELECT p.org_id, m.role FROM projects p"
+      "  LEFT JOIN memberships m"
+      "    ON m.org_id = p.org_id AND m.user_id = $2"
+      " WHERE p.id = $1", 2 },
+    { "aura_org_role",
+      "SELECT role FROM memberships WHERE org_id = $1 AND user_id = $2",
+      2 },
 };
 
 /* Written in child_init only. */

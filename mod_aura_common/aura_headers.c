@@ -10,8 +10,11 @@
  * Access-Control-Allow-Credentials from a service never leaks out.
  *
  * Data plane CORS is "*" without credentials: the answer never depends
- * on the Origin, so no Vary is needed.  The preflight is answered from
- * quick_handler, before any credential or limiter.
+ * on the Origin, so no Vary is needed.  The management plane answers
+ * only origins of its allow-list (AuraCORSAllowOrigin), echoing the
+ * origin, with Vary: Origin; a preflight from anywhere else is refused
+ * (403).  Preflights are answered from quick_handler, before any
+ * credential or limiter.
  */
 #include "aura_private.h"
 
@@ -96,17 +99,44 @@ static void set_security(request_rec *r)
     }
 }
 
+/* The request's Origin when the management plane lists it, else NULL. */
+static const char *allowed_origin(request_rec *r)
+{
+    const apr_array_header_t *list = aura_server_conf(r->server)->cors_origins;
+    const char *origin = apr_table_get(r->headers_in, "Origin");
+    int i;
+
+    for (i = 0; origin && list && i < list->nelts; i++) {
+        if (!strcasecmp(origin, APR_ARRAY_IDX(list, i, const char *))) {
+            return origin;
+        }
+    }
+    return NULL;
+}
+
 static void set_cors(request_rec *r)
 {
     const aura_server_conf_t *c = aura_server_conf(r->server);
     aura_request_t *rq = aura_request_get(r);
+    const char *origin;
 
     unset_cors(r, r->headers_out);
     unset_cors(r, r->err_headers_out);
-    if (!rq || rq->plane != AURA_PLANE_DATA) {
-        return;  /* management plane CORS: the allow-list (issue 4) */
+    if (!rq) {
+        return;
     }
-    apr_table_setn(r->headers_out, "Access-Control-Allow-Origin", "*");
+    if (rq->plane == AURA_PLANE_MGMT) {
+        /* The answer depends on the Origin: caches must know. */
+        apr_table_mergen(r->headers_out, "Vary", "Origin");
+        origin = allowed_origin(r);
+        if (!origin) {
+            return;
+        }
+        apr_table_setn(r->headers_out, "Access-Control-Allow-Origin", origin);
+    }
+    else {
+        apr_table_setn(r->headers_out, "Access-Control-Allow-Origin", "*");
+    }
     apr_table_setn(r->headers_out, "Access-Control-Expose-Headers",
                    conf_or(c->cors_expose, AURA_DEFAULT_CORS_EXPOSE));
     if (apr_table_get(r->notes, NOTE_PREFLIGHT)) {
@@ -151,6 +181,10 @@ AURA_DECLARE(int) aura_cors_preflight(request_rec *r)
         || !apr_table_get(r->headers_in, "Access-Control-Request-Method")
         || !aura_request_get(r)) {
         return DECLINED;
+    }
+    if (aura_request_get(r)->plane == AURA_PLANE_MGMT && !allowed_origin(r)) {
+        aura_problem_note(r, "forbidden", "this origin is not allowed");
+        return HTTP_FORBIDDEN;
     }
     apr_table_setn(r->notes, NOTE_PREFLIGHT, "1");
     return HTTP_NO_CONTENT;

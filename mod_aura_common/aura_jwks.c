@@ -204,6 +204,12 @@ apr_status_t aura_jwks_post_config(apr_pool_t *pconf, server_rec *s)
                                 ? c->jwt_leeway : AURA_DEFAULT_JWT_LEEWAY;
         st->policy.issuer = c->jwt_issuer;
         st->policy.audience = c->jwt_audience;
+        if (aura_server_plane(v) == AURA_PLANE_MGMT) {
+            /* Console tokens only: aud exactly aurabase-control (or an
+             * array whose only member it is), whatever else is set. */
+            st->policy.audience = AURA_CONSOLE_AUDIENCE;
+            st->policy.audience_exact = 1;
+        }
         st->policy.max_len = c->jwt_max_len != AURA_UNSET
                                  ? (apr_size_t)c->jwt_max_len : 0;
         st->policy.require_sub = 1;

@@ -18,6 +18,7 @@
 
 #include "apr_thread_mutex.h"
 #include "apr_strings.h"
+#include "util_filter.h"
 
 #include <libpq-fe.h>
 
@@ -146,4 +147,59 @@ apr_status_t aura_keystore_lookup(request_rec *r, const char *key,
     id->plan = apr_pstrdup(r->pool, e.plan);
     id->key_role = apr_pstrdup(r->pool, e.role);
     return APR_SUCCESS;
+}
+
+/* Drops every cached lookup of a project's keys: called on the NATS
+ * thread when an invalidation arrives (the lock, an O(size) scan, no
+ * I/O), so a rotated key stops working on every child at once; the TTL
+ * is only the backstop. */
+void aura_keystore_invalidate_project(const char *project)
+{
+    apr_uint32_t i;
+    int dropped = 0;
+
+    if (!slots || !slots_mutex || !project || !*project) {
+        return;
+    }
+    apr_thread_mutex_lock(slots_mutex);
+    for (i = 0; i <= slot_mask; i++) {
+        if (slots[i].expires && !strcmp(slots[i].project, project)) {
+            slots[i].expires = 0;
+            dropped++;
+        }
+    }
+    apr_thread_mutex_unlock(slots_mutex);
+    (void)dropped;
+}
+
+/* After aura-control answered a key rotation (AuraKeyRotation On) with
+ * 2xx, tell every child of every gateway instance; the filter runs when
+ * the response headers are final, before the client sees them. */
+static ap_filter_rec_t *rotation_filter;
+
+static apr_status_t rotation_out_filter(ap_filter_t *f,
+                                        apr_bucket_brigade *bb)
+{
+    request_rec *r = f->r;
+    aura_request_t *rq = aura_request_get(r);
+
+    if (rq && rq->project && r->status >= 200 && r->status < 300) {
+        aura_nats_publish_invalidation(r, rq->project);
+    }
+    ap_remove_output_filter(f);
+    return ap_pass_brigade(f->next, bb);
+}
+
+void aura_keystore_register(void)
+{
+    rotation_filter = ap_register_output_filter("AURA_KEY_ROTATION",
+                                                rotation_out_filter, NULL,
+                                                AP_FTYPE_CONTENT_SET);
+}
+
+void aura_insert_rotation_filter(request_rec *r)
+{
+    if (aura_dir_conf(r)->key_rotation == 1 && aura_request_get(r)) {
+        ap_add_output_filter_handle(rotation_filter, NULL, r, r->connection);
+    }
 }

@@ -25,6 +25,8 @@
 
 /* Written in child_init only; read by worker threads afterwards. */
 static natsConnection *child_nc;
+static natsSubscription *invalidation_sub;
+static const char *invalidation_subject;
 static server_rec *child_server;
 /* Set by the child pool cleanup before the connection is destroyed, so
  * the disconnect that destroying causes is not reported as an outage. */
@@ -71,6 +73,10 @@ static apr_status_t nats_child_cleanup(void *data)
 {
     (void)data;
     child_exiting = 1;
+    if (invalidation_sub) {
+        natsSubscription_Destroy(invalidation_sub);
+        invalidation_sub = NULL;
+    }
     if (child_nc) {
         natsConnection_Destroy(child_nc);
         child_nc = NULL;
@@ -148,6 +154,50 @@ static natsStatus build_options(apr_pool_t *p, const aura_server_conf_t *c,
     return NATS_OK;
 }
 
+/* A key rotation anywhere: drop that project's cached keys here.  Runs
+ * on the subscription's nats.c thread; the payload is only a project id
+ * (bounded, printable), never trusted further than a cache lookup. */
+static void on_invalidation(natsConnection *nc, natsSubscription *sub,
+                            natsMsg *msg, void *closure)
+{
+    char project[64];
+    int len = natsMsg_GetDataLength(msg);
+
+    (void)nc; (void)sub; (void)closure;
+    if (len > 0 && len < (int)sizeof(project)) {
+        memcpy(project, natsMsg_GetData(msg), (size_t)len);
+        project[len] = '\0';
+        aura_keystore_invalidate_project(project);
+        ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, child_server,
+                     AURA_LOGNO(00014) "key invalidation for project %s",
+                     project);
+    }
+    natsMsg_Destroy(msg);
+}
+
+void aura_nats_publish_invalidation(request_rec *r, const char *project)
+{
+    natsStatus s = NATS_CONNECTION_CLOSED;
+
+    if (child_nc) {
+        s = natsConnection_Publish(child_nc, invalidation_subject, project,
+                                   (int)strlen(project));
+        if (s == NATS_OK) {
+            s = natsConnection_FlushTimeout(child_nc, 1000);
+        }
+    }
+    if (s != NATS_OK) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, AURA_LOGNO(00015)
+                      "cannot broadcast the key invalidation of project "
+                      "%s: %s (the key cache TTL still expires it)",
+                      project, natsStatus_GetText(s));
+        return;
+    }
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, AURA_LOGNO(00016)
+                  "keys of project %s rotated: invalidation sent on %s",
+                  project, invalidation_subject);
+}
+
 void aura_nats_child_init(apr_pool_t *pchild, server_rec *s)
 {
     const aura_server_conf_t *c = aura_server_conf(s);
@@ -172,6 +222,21 @@ void aura_nats_child_init(apr_pool_t *pchild, server_rec *s)
                      "NATS connection could not be set up: %s (%s)",
                      natsStatus_GetText(st), nats_GetLastError(NULL));
         child_nc = NULL;
+        return;
+    }
+    /* Every child of every instance listens: a rotation anywhere drops
+     * the project's cached keys here.  nats.c keeps the subscription
+     * across reconnects (and sends it once a retried connect succeeds). */
+    invalidation_subject = c->key_invalidation_subject
+                               ? c->key_invalidation_subject
+                               : AURA_DEFAULT_KEY_INVALIDATION;
+    if (natsConnection_Subscribe(&invalidation_sub, child_nc,
+                                 invalidation_subject, on_invalidation,
+                                 NULL) != NATS_OK) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, AURA_LOGNO(00017)
+                     "cannot subscribe to key invalidations on %s: %s",
+                     invalidation_subject, nats_GetLastError(NULL));
+        invalidation_sub = NULL;
     }
 }
 

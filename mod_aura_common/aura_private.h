@@ -30,11 +30,12 @@ extern module AP_MODULE_DECLARE_DATA aura_common_module;
 #define AURA_DEFAULT_DB_TIMEOUT        apr_time_from_sec(2)
 #define AURA_DEFAULT_KEY_CACHE_TTL     apr_time_from_sec(10)
 #define AURA_DEFAULT_KEY_CACHE_SIZE    4096
+#define AURA_DEFAULT_KEY_INVALIDATION  "aura.keys.invalidate"
 #define AURA_DEFAULT_CORS_METHODS \
     "GET, POST, PUT, PATCH, DELETE, OPTIONS"
 #define AURA_DEFAULT_CORS_HEADERS \
     "apikey, x-api-key, authorization, content-type, x-request-id, " \
-    "traceparent, tracestate, prefer, range, x-client-info"
+    "traceparent, tracestate, prefer, range, x-client-info, x-project-id"
 #define AURA_DEFAULT_CORS_EXPOSE \
     "X-Request-Id, Retry-After, RateLimit, RateLimit-Policy, Content-Range"
 #define AURA_DEFAULT_CORS_MAX_AGE      600
@@ -71,6 +72,9 @@ typedef struct {
     int health_detail;            /* AuraHealthDetail, AURA_UNSET */
     int public_route;             /* AuraPublic, AURA_UNSET */
     int streaming;                /* AuraStreaming, AURA_UNSET */
+    int scope;                    /* AuraScope (aura_scope_e), UNSET */
+    int require_role;             /* AuraRequireRole (aura_role_e), UNSET */
+    int key_rotation;             /* AuraKeyRotation, AURA_UNSET */
     apr_table_t *security_headers;/* AuraSecurityHeader: name -> value
                                      ("off" removes); NULL = unset */
 } aura_dir_conf_t;
@@ -87,6 +91,7 @@ typedef struct {
     int db_pool_max;
     apr_interval_time_t db_timeout;
     apr_interval_time_t key_cache_ttl;
+    const char *key_invalidation_subject;  /* AuraKeyInvalidationSubject */
     int key_cache_size;
     apr_array_header_t *jwt_sources;       /* aura_jwt_source_t; NULL unset */
     unsigned int jwt_algs;                 /* 0 = unset */
@@ -96,6 +101,8 @@ typedef struct {
     int jwt_max_len;
     apr_interval_time_t jwks_refresh;
     struct aura_jwt_state_t *jwt;          /* built in post_config */
+    apr_array_header_t *cors_origins;      /* AuraCORSAllowOrigin */
+    const char *cors_star_at;              /* file:line of a "*" in it */
     const char *cors_methods;
     const char *cors_headers;
     const char *cors_expose;
@@ -124,9 +131,27 @@ typedef struct {
 #define AURA_DEFAULT_JWT_LEEWAY     apr_time_from_sec(60)
 #define AURA_DEFAULT_JWKS_REFRESH   apr_time_from_sec(30)
 
+/* Management plane: where a request names what it concerns. */
+typedef enum {
+    AURA_SCOPE_PROJECT_HEADER = 0,   /* X-Project-Id (shared routes) */
+    AURA_SCOPE_PROJECT_PATH,         /* /v1/projects/{project}/... */
+    AURA_SCOPE_ORG_PATH              /* /v1/orgs/{org}/... */
+} aura_scope_e;
+
+/* Organization roles, in rank order. */
+typedef enum {
+    AURA_ROLE_MEMBER = 1,
+    AURA_ROLE_ADMIN,
+    AURA_ROLE_OWNER
+} aura_role_e;
+
+#define AURA_CONSOLE_AUDIENCE "aurabase-control"
+
 /* Postgres statements (aura_db.c). */
 typedef enum {
     AURA_DB_KEY_LOOKUP = 0,
+    AURA_DB_PROJECT_ROLE,
+    AURA_DB_ORG_ROLE,
     AURA_DB_STMT_COUNT
 } aura_db_stmt_e;
 
@@ -187,6 +212,10 @@ apr_status_t aura_db_query(request_rec *r, aura_db_stmt_e id,
 void aura_keystore_child_init(apr_pool_t *pchild, server_rec *s);
 apr_status_t aura_keystore_lookup(request_rec *r, const char *key,
                                   aura_key_identity_t *id);
+void aura_keystore_invalidate_project(const char *project);
+void aura_keystore_register(void);
+void aura_insert_rotation_filter(request_rec *r);
+void aura_nats_publish_invalidation(request_rec *r, const char *project);
 
 /* aura_jwks.c: JWT keys per VirtualHost, refreshed across children. */
 const char *aura_jwks_read_source(cmd_parms *cmd, aura_jwt_source_t *src);
@@ -224,5 +253,36 @@ const char *aura_reqid_pick(request_rec *r);
 
 /* aura_health.c */
 int aura_health_handler(request_rec *r);
+
+/* ---- streamed NATS replies (aura_stream.c) ---------------------------
+ * docs/envelope.md, "Streamed replies".  nats.c types by their struct
+ * tags, as for the connection above; statuses are natsStatus values. */
+struct __natsMsg;
+struct __natsSubscription;
+
+/** What a reply's Aura-Stream header (any case) says. */
+typedef enum {
+    AURA_STREAM_NONE = 0,   /* no Aura-Stream: a plain reply */
+    AURA_STREAM_BEGIN,
+    AURA_STREAM_END,
+    AURA_STREAM_INVALID     /* repeated, or another value */
+} aura_stream_mark_e;
+
+/* Classify m; *why says what is wrong for AURA_STREAM_INVALID. */
+aura_stream_mark_e aura_stream_mark(struct __natsMsg *m, const char **why);
+/* Next message on an inbox subscription before deadline, waiting in
+ * short slices so that a lost NATS connection ends the wait.  Returns a
+ * natsStatus: NATS_OK (*msg is the caller's to destroy), NATS_TIMEOUT,
+ * NATS_NO_RESPONDERS, NATS_SLOW_CONSUMER, NATS_CONNECTION_DISCONNECTED,
+ * or another nats.c failure. */
+int aura_stream_next(struct __natsSubscription *sub, apr_time_t deadline,
+                     struct __natsMsg **msg);
+/* Relays a stream whose begin message r's status and headers came from
+ * (already applied); body is the begin message's payload.  Returns OK
+ * (an abort mid-body is logged, the connection closed). */
+int aura_stream_relay(request_rec *r, struct __natsSubscription *sub,
+                      struct __natsMsg *begin, const char *body,
+                      apr_size_t body_len, const char *subject);
+/* ---- end of streamed NATS replies ------------------------------------ */
 
 #endif /* AURA_PRIVATE_H */

@@ -73,8 +73,11 @@ static void aura_register_hooks(apr_pool_t *p)
                           APR_HOOK_MIDDLE);
     ap_hook_insert_error_filter(aura_insert_headers_filter, NULL, NULL,
                                 APR_HOOK_MIDDLE);
+    ap_hook_insert_filter(aura_insert_rotation_filter, NULL, NULL,
+                          APR_HOOK_MIDDLE);
     aura_problem_register();
     aura_headers_register();
+    aura_keystore_register();
 }
 
 module AURA_DECLARE_DATA aura_common_module = {

@@ -8,8 +8,16 @@
  * Hook order (verified with mod_info's ?hooks view by the test-suite):
  *   post_read_request  request state and id, first thing, so every
  *                      response of the plane carries X-Request-Id
+ *   quick_handler      FIRST: a CORS preflight from a listed origin is
+ *                      answered (204), from any other refused (403),
+ *                      before any credential is asked for
  *   translate_name     FIRST, before mod_proxy and mod_rewrite: claim a
  *                      service Location
+ *   access_checker_ex  FIRST: the console token, then the subject's role
+ *                      in the organization concerned, from Postgres on
+ *                      every request (fail closed: 401, 403, 503).  It
+ *                      returns DECLINED on success, so the operator's
+ *                      own Require rules still apply after it.
  */
 #include "httpd.h"
 #include "http_config.h"
@@ -17,6 +25,7 @@
 #include "http_protocol.h"
 #include "http_core.h"
 #include "http_log.h"
+#include "mod_auth.h"
 
 #include "aura.h"
 
@@ -49,6 +58,26 @@ static int mgmt_translate_name(request_rec *r)
     return aura_route_claim(r);
 }
 
+static int mgmt_quick_handler(request_rec *r, int lookup_uri)
+{
+    if (lookup_uri || aura_server_plane(r->server) != AURA_PLANE_MGMT) {
+        return DECLINED;
+    }
+    return aura_cors_preflight(r);
+}
+
+static int mgmt_check_access(request_rec *r)
+{
+    int rc;
+
+    if (aura_server_plane(r->server) != AURA_PLANE_MGMT
+        || !ap_is_initial_req(r) || aura_route_public(r)) {
+        return DECLINED;
+    }
+    rc = aura_auth_console(r);
+    return rc == OK ? DECLINED : rc;
+}
+
 static void mgmt_register_hooks(apr_pool_t *p)
 {
     static const char *const before_proxy[] = {
@@ -61,6 +90,9 @@ static void mgmt_register_hooks(apr_pool_t *p)
                               APR_HOOK_FIRST);
     ap_hook_translate_name(mgmt_translate_name, NULL, before_proxy,
                            APR_HOOK_FIRST);
+    ap_hook_quick_handler(mgmt_quick_handler, NULL, NULL, APR_HOOK_FIRST);
+    ap_hook_check_access_ex(mgmt_check_access, NULL, NULL, APR_HOOK_FIRST,
+                            AP_AUTH_INTERNAL_PER_CONF);
 }
 
 module AURA_DECLARE_DATA aura_mgmt_module = {

@@ -52,7 +52,7 @@ my @cases = (
       qr/AuraService not allowed here/ ],
 );
 
-plan tests => 2 * @cases + 3;
+plan tests => 2 * @cases + 3 + 3;
 
 my $dir = tempdir(CLEANUP => 1);
 
@@ -68,6 +68,7 @@ sub check_conf {
             . "LoadModule aura_common_module "
             . "$top/mod_aura_common/mod_aura_common.so\n";
     print $fh "LoadModule aura_data_module $top/mod_aura_data/mod_aura_data.so\n"
+            . "LoadModule aura_mgmt_module $top/mod_aura_mgmt/mod_aura_mgmt.so\n"
         if $with_planes;
     print $fh $body;
     close $fh;
@@ -91,3 +92,16 @@ like($out, qr/AURA00001: AuraPlane data in the VirtualHost defined at \S+:\d+ ne
 ($rc, $out) = check_conf(
     "<VirtualHost 127.0.0.1:1>\nAuraPlane data\n</VirtualHost>\n", 1);
 is($rc, 0, 'the same config with mod_aura_data loaded is fine') or diag($out);
+
+# "*" in the management VirtualHost: refused by apachectl -t already
+# (check_config), naming the directive's file and line.
+($rc, $out) = check_conf("<VirtualHost 127.0.0.1:1>\nAuraPlane management\n"
+                         . "AuraCORSAllowOrigin https://ok.example *\n"
+                         . "</VirtualHost>\n", 1);
+isnt($rc, 0, 'AuraCORSAllowOrigin * on the management plane: refused');
+like($out, qr{AURA00054: AuraCORSAllowOrigin \* at \S+/httpd\.conf:\d+: the management plane},
+     'names the file and line of the "*"');
+($rc, $out) = check_conf("<VirtualHost 127.0.0.1:1>\nAuraPlane management\n"
+                         . "AuraCORSAllowOrigin https://ok.example\n"
+                         . "</VirtualHost>\n", 1);
+is($rc, 0, 'a listed origin is fine') or diag($out);

@@ -14,12 +14,12 @@ use Test::More import => ['!plan'];
 use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET POST);
 use IO::Socket::INET;
-use Aura::Test qw(default_key exec_count new_reqid problem_ok error_log_size
+use Aura::Test qw(default_console exec_count new_reqid problem_ok error_log_size
                   error_log_since);
 
 plan tests => 4 * 4 + 1 + 4 + 6 + 5 + 4 + 3 + 4;
 
-default_key();
+default_console();
 
 Apache::TestRequest::module('aura_data');
 my $log_from = error_log_size();

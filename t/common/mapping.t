@@ -15,11 +15,11 @@ use lib "$FindBin::Bin/../lib";
 use Test::More import => ['!plan'];
 use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET POST);
-use Aura::Test qw(default_key json_body new_reqid);
+use Aura::Test qw(default_console json_body new_reqid);
 
 plan tests => 2 + 10 + 18 + 3;
 
-default_key();
+default_console();
 
 Apache::TestRequest::module('aura_data');
 

@@ -12,12 +12,12 @@ use lib "$FindBin::Bin/../lib";
 use Test::More import => ['!plan'];
 use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET);
-use Aura::Test qw(default_key json_body wait_until nats_stop nats_start problem_ok
+use Aura::Test qw(default_console json_body wait_until nats_stop nats_start problem_ok
                   error_log_size error_log_since);
 
 plan tests => 2 * 2 + 2 * 7 + 2 * 2 + 1;
 
-default_key();
+default_console();
 
 my @planes = qw(aura_data aura_mgmt);
 

@@ -13,11 +13,11 @@ use lib "$FindBin::Bin/../lib";
 use Test::More import => ['!plan'];
 use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET POST);
-use Aura::Test qw(default_key exec_count new_reqid);
+use Aura::Test qw(default_console exec_count new_reqid);
 
 plan tests => 2 * 13;
 
-default_key();
+default_console();
 
 my $body = join('', map { chr } 0 .. 255) x 3;
 

@@ -14,11 +14,11 @@ use lib "$FindBin::Bin/../lib";
 use Test::More import => ['!plan'];
 use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET);
-use Aura::Test qw(default_key exec_count new_reqid);
+use Aura::Test qw(default_console exec_count new_reqid);
 
 plan tests => 10;
 
-default_key();
+default_console();
 
 Apache::TestRequest::module('unrelated');
 

@@ -17,7 +17,7 @@ use Apache::Test ();
 use Apache::TestRequest ();
 use Apache::TestUtil qw(t_cmp);
 
-our @EXPORT_OK = qw(default_key ANON_KEY exec_count new_reqid wait_until problem_ok natsreq
+our @EXPORT_OK = qw(default_key ANON_KEY mint console_token default_console exec_count new_reqid wait_until problem_ok natsreq
                     nats_stop nats_start t_dir json_body error_log_since
                     error_log_size psql pg_stop pg_start);
 
@@ -30,6 +30,51 @@ use constant ANON_KEY => 'ak_test_anon_0123456789abcdef';
 # (the data plane requires one; the management plane ignores it).
 sub default_key {
     Apache::TestRequest::user_agent()->default_header(apikey => ANON_KEY);
+}
+
+# A token from t/services/aura_mint_jwt (arguments as its usage says).
+sub mint {
+    my @args = @_;
+    my $bin = t_dir() . '/services/aura_mint_jwt';
+    open(my $fh, '-|', $bin, @args) or die "$bin: $!";
+    my $t = do { local $/; <$fh> };
+    close $fh;
+    die "aura_mint_jwt @args failed" if $? || !$t;
+    $t =~ s/\s+$//;
+    return $t;
+}
+
+# A console token (aud aurabase-control, console key c1) for $sub;
+# extra aura_mint_jwt arguments may follow.
+sub console_token {
+    my ($sub, @extra) = @_;
+    return mint('--alg', 'RS256', '--kid', 'c1', '--aud', 'aurabase-control',
+                '--exp-in', 300, (defined $sub ? ('--sub', $sub) : ()),
+                '--key', "$ENV{AURA_TEST_JWT_DIR}/console.key", @extra);
+}
+
+# Every request of this test carries the API key on the data planes and
+# an owner's console token naming proj-a on the management plane: for
+# tests about the proxy, not about authentication.
+sub default_console {
+    my $ua = Apache::TestRequest::user_agent();
+    my $mgmt = Apache::Test::config()->{vhosts}{aura_mgmt}{port}
+        or die 'no aura_mgmt vhost';
+    my $token = console_token('user-owner');
+    $ua->add_handler(request_prepare => sub {
+        my ($req) = @_;
+        if ($req->uri->port == $mgmt) {
+            $req->header(Authorization => "Bearer $token")
+                unless $req->header('Authorization');
+            $req->header('X-Project-Id' => 'proj-a')
+                unless $req->header('X-Project-Id');
+        }
+        else {
+            $req->header(apikey => ANON_KEY)
+                unless defined $req->header('apikey');
+        }
+        return;
+    });
 }
 
 sub natsreq_bin { t_dir() . '/services/aura_natsreq' }
