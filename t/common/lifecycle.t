@@ -14,36 +14,15 @@ use Test::More import => ['!plan'];
 use Apache::Test qw(-withtestmore);
 use File::Temp qw(tempdir);
 use IO::Socket::INET;
-use Aura::Test qw(t_dir wait_until);
+use Aura::Test qw(t_dir wait_until private_httpd free_port);
 
 plan tests => 6;
 
-my $top = t_dir() . '/..';
-my $httpd = Apache::Test::vars('httpd');
-my $modules = '/usr/lib/apache2/modules';
 my $dir = tempdir(CLEANUP => 1);
-my $port = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1',
-                                 LocalPort => 0)->sockport;
-my $dead = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1',
-                                 LocalPort => 0)->sockport;  # closed below
-
-open(my $fh, '>', "$dir/httpd.conf") or die $!;
-print $fh <<"CONF";
-ServerRoot $dir
-ServerName localhost
-PidFile $dir/httpd.pid
-ErrorLog $dir/error.log
-Listen 127.0.0.1:$port
-LoadModule mpm_event_module $modules/mod_mpm_event.so
-LoadModule authz_core_module $modules/mod_authz_core.so
-LoadModule aura_common_module $top/mod_aura_common/mod_aura_common.so
-LoadModule aura_data_module $top/mod_aura_data/mod_aura_data.so
-StartServers 2
-ServerLimit 2
-ThreadsPerChild 4
-MaxRequestWorkers 8
+my $dead = free_port();   # nothing listens there
+my ($port, $httpd) = private_httpd(dir => $dir, children => 2, body => <<"CONF");
 AuraNATSServers nats://127.0.0.1:$dead
-<VirtualHost 127.0.0.1:$port>
+<VirtualHost 127.0.0.1:__PORT__>
     AuraPlane data
     <Location /health>
         SetHandler aura-health
@@ -51,12 +30,11 @@ AuraNATSServers nats://127.0.0.1:$dead
     </Location>
 </VirtualHost>
 CONF
-close $fh;
 
 sub shm_objects { opendir(my $d, '/dev/shm') or return (); grep { !/^\./ } readdir $d }
 my %shm_before = map { $_ => 1 } shm_objects();
 
-system("$httpd -f $dir/httpd.conf -k start");
+system("$httpd -k start");
 ok(wait_until(10, sub { -s "$dir/httpd.pid" }), 'started with NATS unreachable');
 sub get_health {
     my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port") or return '';
@@ -68,10 +46,10 @@ my $res = '';
 wait_until(10, sub { ($res = get_health()) =~ m{^HTTP/1\.\d 503} });
 like($res, qr{^HTTP/1\.\d 503}, 'serves at once: not ready while NATS is down');
 
-open($fh, '<', "$dir/httpd.pid") or die $!;
+open(my $fh, '<', "$dir/httpd.pid") or die $!;
 chomp(my $pid = <$fh>);
 close $fh;
-system("$httpd -f $dir/httpd.conf -k stop");
+system("$httpd -k stop");
 ok(wait_until(15, sub { !kill(0, $pid) || zombie($pid) }), 'stopped');
 
 sub zombie {

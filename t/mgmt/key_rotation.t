@@ -18,47 +18,23 @@ use File::Temp qw(tempdir);
 use IO::Socket::INET;
 use Time::HiRes qw(time);
 use Aura::Test qw(t_dir wait_until psql console_token error_log_size
-                  error_log_since);
+                  error_log_since private_httpd);
 
 plan tests => 7;
 
 my $OLD = 'ak_test_revokeme_0123456789abcdef';
-my $top = t_dir() . '/..';
-my $httpd = Apache::Test::vars('httpd');
-my $modules = '/usr/lib/apache2/modules';
 my $dir = tempdir(CLEANUP => 1);
-my $port = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1',
-                                 LocalPort => 0)->sockport;
-
-open(my $fh, '>', "$dir/httpd.conf") or die $!;
-print $fh <<"CONF";
-ServerRoot $dir
-ServerName localhost
-PidFile $dir/httpd.pid
-ErrorLog $dir/error.log
-LogLevel info
-Listen 127.0.0.1:$port
-LoadModule mpm_event_module $modules/mod_mpm_event.so
-LoadModule authz_core_module $modules/mod_authz_core.so
-LoadModule aura_common_module $top/mod_aura_common/mod_aura_common.so
-LoadModule aura_data_module $top/mod_aura_data/mod_aura_data.so
 # One child, so that "cached" is certain (which child accepts a
 # connection is the kernel's choice); every child subscribes alike.
-StartServers 1
-ServerLimit 1
-ThreadsPerChild 4
-MaxRequestWorkers 4
-MinSpareThreads 1
-MaxSpareThreads 4
+my ($port, $httpd) = private_httpd(dir => $dir, children => 1, body => <<"CONF");
 AuraNATSServers $ENV{AURA_TEST_NATS_URL}
 AuraDBParams "$ENV{AURA_TEST_PG_CONNINFO}"
 AuraKeyCacheTTL 300s
-<VirtualHost 127.0.0.1:$port>
+<VirtualHost 127.0.0.1:__PORT__>
     AuraPlane data
-    Include $top/conf/aura-routes.conf
+    Include @{[ t_dir() ]}/../conf/aura-routes.conf
 </VirtualHost>
 CONF
-close $fh;
 
 sub get_second {
     my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port") or return 0;
@@ -72,11 +48,11 @@ sub all_second {
     return !grep { get_second() != $want } 1 .. 10;
 }
 
-system("$httpd -f $dir/httpd.conf -k start");
+system("$httpd -k start");
 my $pid;
 END {
     if (-s "$dir/httpd.pid") {
-        system("$httpd -f $dir/httpd.conf -k stop");
+        system("$httpd -k stop");
     }
     psql(qq{UPDATE api_keys SET revoked_at = NULL
             WHERE key_hash = encode(sha256('$OLD'::bytea), 'hex')});
@@ -105,7 +81,7 @@ ok(wait_until(1, sub { all_second(401) }),
 my $elapsed = time - $t0;
 diag(sprintf('refused on the second instance after %.0f ms', 1000 * $elapsed));
 
-open($fh, '<', "$dir/error.log") or die $!;
+open(my $fh, '<', "$dir/error.log") or die $!;
 my $second = do { local $/; <$fh> };
 close $fh;
 like($second, qr/AURA00041: unknown or revoked API key/,

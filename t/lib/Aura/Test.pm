@@ -17,7 +17,7 @@ use Apache::Test ();
 use Apache::TestRequest ();
 use Apache::TestUtil qw(t_cmp);
 
-our @EXPORT_OK = qw(default_key ANON_KEY mint console_token default_console exec_count new_reqid wait_until problem_ok natsreq
+our @EXPORT_OK = qw(private_httpd free_port default_key ANON_KEY mint console_token default_console exec_count new_reqid wait_until problem_ok natsreq
                     nats_stop nats_start t_dir json_body error_log_since
                     error_log_size psql pg_stop pg_start);
 
@@ -78,6 +78,51 @@ sub default_console {
 }
 
 sub natsreq_bin { t_dir() . '/services/aura_natsreq' }
+
+# A free TCP port on 127.0.0.1 (nothing listens once this returns).
+sub free_port {
+    require IO::Socket::INET;
+    return IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1',
+                                 LocalPort => 0)->sockport;
+}
+
+# A second, private httpd with the freshly built modules, for what the
+# main test server cannot show (a second gateway instance, start and
+# stop).  Writes $dir/httpd.conf: the common head (event MPM, modules,
+# one Listen port, $children child processes) then $body, where __PORT__
+# stands for the port.  Returns ($port, $httpd_command_prefix); the
+# caller starts it with "$cmd -k start" and stops it with "-k stop".
+sub private_httpd {
+    my (%o) = @_;
+    my $dir = $o{dir} or die 'private_httpd: dir';
+    my $port = free_port();
+    my $top = t_dir() . '/..';
+    my $mods = '/usr/lib/apache2/modules';
+    my $n = $o{children} || 2;
+    (my $body = $o{body} || '') =~ s/__PORT__/$port/g;
+    open(my $fh, '>', "$dir/httpd.conf") or die "$dir/httpd.conf: $!";
+    print $fh <<"CONF";
+ServerRoot $dir
+ServerName localhost
+PidFile $dir/httpd.pid
+ErrorLog $dir/error.log
+LogLevel info
+Listen 127.0.0.1:$port
+LoadModule mpm_event_module $mods/mod_mpm_event.so
+LoadModule authz_core_module $mods/mod_authz_core.so
+LoadModule aura_common_module $top/mod_aura_common/mod_aura_common.so
+LoadModule aura_data_module $top/mod_aura_data/mod_aura_data.so
+StartServers $n
+ServerLimit $n
+ThreadsPerChild 4
+MaxRequestWorkers @{[ 4 * $n ]}
+MinSpareThreads 1
+MaxSpareThreads @{[ 4 * $n ]}
+$body
+CONF
+    close $fh;
+    return ($port, Apache::Test::vars('httpd') . " -f $dir/httpd.conf");
+}
 
 # One request to a NATS subject, straight to the bus (not through httpd).
 # Returns (exit code, stdout).
