@@ -835,6 +835,22 @@ static const decode_case_t decode_cases[] = {
         },
     },
     {
+        /* RFC 9110 7.6.1: what a reply's Connection names is hop-by-hop
+         * too, in any case and across repeated Connection values. */
+        "headers named by the reply's Connection are dropped", NULL,
+        {
+            { "Aura-Status", "200" },
+            { "Connection", "X-Hop-One" },
+            { "connection", "x-hop-two, close" },
+            { "x-hop-one", "a" },
+            { "X-Hop-Two", "b" },
+            { "X-Hopper", "kept: not a whole token" },
+        },
+        NULL, 0,
+        APR_SUCCESS, 200,
+        { { "X-Hopper", "kept: not a whole token" } },
+    },
+    {
         "lower-case aura-status is accepted", NULL,
         { { "aura-status", "200" } },
         "ok", 2,
