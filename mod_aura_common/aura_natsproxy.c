@@ -10,6 +10,12 @@
  * never fit is refused with 413 before it is read (aura_route_claim()
  * checks the declared length even earlier, before authentication).
  *
+ * Every request has its own reply inbox (a synchronous subscription
+ * that lives as long as r->pool), because a reply may be a stream of
+ * messages (aura_stream.c) and nats.c's own request call only ever
+ * returns the first one.  A plain reply is handled whole, as one
+ * message; a reply that opens a stream hands over to aura_stream.c.
+ *
  * Status mapping (docs/envelope.md): no responders 503, timeout 504,
  * malformed reply 502, NATS connection down 503.  A timed-out request is
  * never replayed: the service may have run it.
@@ -20,12 +26,135 @@
 #include "http_protocol.h"
 #include "http_request.h"
 #include "apr_strings.h"
+#include "apr_atomic.h"
 
 #include <nats/nats.h>
+#include <limits.h>
+#include <stdlib.h>
+
+/* Pending limits of a request's inbox: twice the default stream window
+ * (8) in messages, and at least 32 MiB (16 max payloads when those are
+ * bigger) in bytes.  A service that ignores the window overflows them,
+ * nats.c drops the excess and the stream aborts on the gap. */
+#define INBOX_PENDING_MSGS  16
+#define INBOX_PENDING_BYTES (32 * 1024 * 1024)
 
 static apr_status_t msg_cleanup(void *m)
 {
     natsMsg_Destroy(m);
+    return APR_SUCCESS;
+}
+
+/* nats.c before 3.6.1 (nats.c issue #637) has its reader thread use a
+ * subscription it looked up without taking a reference: destroying one
+ * while a message for it is being read is a use after free, and a stream
+ * cut short or a reply that came after the budget always has messages
+ * in flight (the suite crashed a child that way).  A subscription may
+ * only be freed once a PONG has come back for a PING written after its
+ * UNSUB: by then the reader is done with everything the server sent
+ * before the UNSUB.  Every request makes such a round trip anyway (the
+ * flush after its publish), so an unsubscribed subscription waits in a
+ * per-child "graveyard" until the next successful flush frees it, instead
+ * of a round trip of its own (that cost 20% of the small-request rate).
+ *
+ * The graveyard is a lock-free stack: push by compare-and-swap, the
+ * flusher takes the whole list with one exchange (no ABA: nothing ever
+ * pops a single node).  What a failed flush took goes back.  Bounded by
+ * the requests that ended since the last successful flush; what is left
+ * when the child exits goes with the process. */
+#if NATS_VERSION_NUMBER < 0x030601   /* 3.6.1 */
+#define INBOX_GRAVEYARD 1
+
+typedef struct grave_t {
+    struct grave_t *next;
+    natsSubscription *sub;
+} grave_t;
+
+static volatile void *graveyard;
+
+static void bury(grave_t *first, grave_t *last)
+{
+    void *old;
+
+    do {
+        old = (void *)graveyard;
+        last->next = old;
+    } while (apr_atomic_casptr(&graveyard, first, old) != old);
+}
+
+/* All buried subscriptions; call BEFORE the flush whose PONG frees them,
+ * so that each one's UNSUB is written before that flush's PING. */
+static grave_t *exhume(void)
+{
+    return apr_atomic_xchgptr(&graveyard, NULL);
+}
+
+static void rest(grave_t *list, int freed)
+{
+    grave_t *g, *last = NULL;
+
+    if (!freed) {
+        for (g = list; g; g = g->next) {
+            last = g;
+        }
+        if (last) {
+            bury(list, last);
+        }
+        return;
+    }
+    while (list) {
+        g = list->next;
+        natsSubscription_Destroy(list->sub);
+        free(list);
+        list = g;
+    }
+}
+
+/* A buried subscription keeps the messages still queued on it (a stream
+ * cut short: up to its window) until it is freed: free them now, and
+ * have nats.c drop whatever still arrives before the UNSUB. */
+static void drain_inbox(natsSubscription *sub)
+{
+    int pending = 0, i;
+
+    (void)natsSubscription_SetPendingLimits(sub, 1, 1);
+    for (i = 0; i < 2 * INBOX_PENDING_MSGS
+                && natsSubscription_GetPending(sub, &pending, NULL) == NATS_OK
+                && pending > 0; i++) {
+        natsMsg *m = NULL;
+
+        /* Timeout 0: take what is queued, never wait (a slow-consumer
+         * report takes one turn and no message). */
+        if (natsSubscription_NextMsg(&m, sub, 0) == NATS_OK) {
+            natsMsg_Destroy(m);
+        }
+    }
+}
+#endif
+
+static apr_status_t sub_cleanup(void *sub)
+{
+#ifdef INBOX_GRAVEYARD
+    grave_t *g = malloc(sizeof(*g));
+
+    drain_inbox(sub);
+    /* No new message finds it; the UNSUB is in the write buffer. */
+    (void)natsSubscription_Unsubscribe(sub);
+    if (g) {
+        g->sub = sub;
+        bury(g, g);
+    }
+    /* else: leaked (a few hundred bytes) rather than risked */
+#else
+    /* Unsubscribes first when still active. */
+    natsSubscription_Destroy(sub);
+#endif
+    return APR_SUCCESS;
+}
+
+static apr_status_t inbox_cleanup(void *inbox)
+{
+    natsInbox_Destroy(inbox);
     return APR_SUCCESS;
 }
 
@@ -134,16 +263,23 @@ static int request_failed(request_rec *r, natsStatus s, const char *subject,
     }
 }
 
-static int send_reply(request_rec *r, natsMsg *reply, const char *subject)
+static int send_reply(request_rec *r, natsMsg *reply, natsSubscription *sub,
+                      const char *subject)
 {
     aura_envelope_reply_t out;
     const apr_array_header_t *arr;
     const apr_table_entry_t *e;
     apr_bucket_brigade *bb;
+    aura_stream_mark_e mark;
     const char *why;
     int i;
 
-    if (aura_envelope_decode(r->pool, reply, &out, &why) != APR_SUCCESS) {
+    mark = aura_stream_mark(reply, &why);
+    if (mark == AURA_STREAM_END) {
+        why = "Aura-Stream: end without a stream";
+    }
+    if ((mark == AURA_STREAM_INVALID || mark == AURA_STREAM_END)
+        || aura_envelope_decode(r->pool, reply, &out, &why) != APR_SUCCESS) {
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, AURA_LOGNO(00023)
                       "malformed reply on %s: %s", subject, why);
         return refuse(r, HTTP_BAD_GATEWAY, "upstream-error",
@@ -163,6 +299,10 @@ static int send_reply(request_rec *r, natsMsg *reply, const char *subject)
             apr_table_add(r->headers_out, e[i].key, e[i].val);
         }
     }
+    if (mark == AURA_STREAM_BEGIN) {
+        return aura_stream_relay(r, sub, reply, out.body, out.body_len,
+                                 subject);
+    }
     bb = apr_brigade_create(r->pool, r->connection->bucket_alloc);
     if (out.body_len && !AP_STATUS_IS_HEADER_ONLY(out.status)) {
         /* Transient: the bytes live in the reply, destroyed with r->pool;
@@ -175,14 +315,130 @@ static int send_reply(request_rec *r, natsMsg *reply, const char *subject)
                                 "sending the reply to the client failed");
 }
 
+/* The encoded request again, addressed to answer on inbox: nats.c has no
+ * setter for a message's reply subject, so headers and body are copied
+ * (values of a repeated header keep their order). */
+static natsStatus with_reply(natsMsg *m, const char *inbox, natsMsg **out)
+{
+    const char **keys = NULL;
+    int count = 0, i, j;
+    natsMsg *copy = NULL;
+    natsStatus s;
+
+    *out = NULL;
+    s = natsMsg_Create(&copy, natsMsg_GetSubject(m), inbox,
+                       natsMsg_GetData(m), natsMsg_GetDataLength(m));
+    if (s != NATS_OK) {
+        return s;
+    }
+    s = natsMsgHeader_Keys(m, &keys, &count);
+    if (s == NATS_NOT_FOUND) {
+        s = NATS_OK;
+    }
+    for (i = 0; s == NATS_OK && i < count; i++) {
+        const char **values = NULL;
+        int n = 0;
+
+        s = natsMsgHeader_Values(m, keys[i], &values, &n);
+        for (j = 0; s == NATS_OK && j < n; j++) {
+            s = natsMsgHeader_Add(copy, keys[i], values[j]);
+        }
+        free((void *)values);
+    }
+    free((void *)keys);
+    if (s != NATS_OK) {
+        natsMsg_Destroy(copy);
+        return s;
+    }
+    *out = copy;
+    return NATS_OK;
+}
+
+/* Publishes msg with a reply inbox of its own and waits for the first
+ * reply until deadline.  The subscription and the reply belong to
+ * r->pool.  Returns the nats.c status (NATS_NO_RESPONDERS comes back as
+ * nats-server's status message, which nats.c turns into that status). */
+static natsStatus request(request_rec *r, natsConnection *nc, natsMsg *msg,
+                          apr_int64_t max_payload, apr_time_t deadline,
+                          natsSubscription **sub, natsMsg **reply)
+{
+    natsInbox *inbox = NULL;
+    natsMsg *out = NULL;
+    apr_int64_t bytes;
+    natsStatus s;
+
+    *sub = NULL;
+    *reply = NULL;
+    s = natsInbox_Create(&inbox);
+    if (s != NATS_OK) {
+        return s;
+    }
+    apr_pool_cleanup_register(r->pool, inbox, inbox_cleanup,
+                              apr_pool_cleanup_null);
+    s = with_reply(msg, inbox, &out);
+    if (s != NATS_OK) {
+        return s;
+    }
+    apr_pool_cleanup_register(r->pool, out, msg_cleanup,
+                              apr_pool_cleanup_null);
+    /* The first copy of the body can go now. */
+    apr_pool_cleanup_run(r->pool, msg, msg_cleanup);
+
+    s = natsConnection_SubscribeSync(sub, nc, inbox);
+    if (s != NATS_OK) {
+        *sub = NULL;
+        return s;
+    }
+    apr_pool_cleanup_register(r->pool, *sub, sub_cleanup,
+                              apr_pool_cleanup_null);
+    bytes = max_payload * INBOX_PENDING_MSGS;
+    if (bytes < INBOX_PENDING_BYTES) {
+        bytes = INBOX_PENDING_BYTES;
+    }
+    s = natsSubscription_SetPendingLimits(*sub, INBOX_PENDING_MSGS,
+                                          bytes > INT_MAX ? INT_MAX
+                                                          : (int)bytes);
+    if (s == NATS_OK) {
+        /* Same connection: the server has the subscription before the
+         * request, so no reply can miss it. */
+        s = natsConnection_PublishMsg(nc, out);
+    }
+    if (s == NATS_OK) {
+        /* A publish goes to nats.c's flusher thread, which waits 1 ms to
+         * batch writes (its own request call writes at once): that
+         * doubled the latency of a small request.  A flush writes the
+         * subscription and the request now; its PONG is back while the
+         * service is still working on the request. */
+        apr_int64_t ms = apr_time_as_msec(deadline - apr_time_now());
+#ifdef INBOX_GRAVEYARD
+        grave_t *graves = exhume();
+#endif
+
+        s = natsConnection_FlushTimeout(nc, ms > 0 ? ms : 1);
+#ifdef INBOX_GRAVEYARD
+        rest(graves, s == NATS_OK);
+#endif
+    }
+    if (s == NATS_OK) {
+        s = aura_stream_next(*sub, deadline, reply);
+    }
+    if (s == NATS_OK) {
+        apr_pool_cleanup_register(r->pool, *reply, msg_cleanup,
+                                  apr_pool_cleanup_null);
+    }
+    return s;
+}
+
 int aura_natsproxy_handler(request_rec *r)
 {
     aura_dir_conf_t *d;
     aura_request_t *rq;
     aura_envelope_req_t in;
     natsConnection *nc;
+    natsSubscription *sub = NULL;
     natsMsg *msg = NULL, *reply = NULL;
     natsStatus s;
+    apr_time_t deadline;
     apr_int64_t limit;
     int rc;
 
@@ -234,12 +490,10 @@ int aura_natsproxy_handler(request_rec *r)
     }
     apr_pool_cleanup_register(r->pool, msg, msg_cleanup,
                               apr_pool_cleanup_null);
-    s = natsConnection_RequestMsg(&reply, nc, msg,
-                                  apr_time_as_msec(aura_route_timeout(d)));
+    deadline = apr_time_now() + aura_route_timeout(d);
+    s = request(r, nc, msg, limit, deadline, &sub, &reply);
     if (s != NATS_OK) {
         return request_failed(r, s, d->upstream, limit);
     }
-    apr_pool_cleanup_register(r->pool, reply, msg_cleanup,
-                              apr_pool_cleanup_null);
-    return send_reply(r, reply, d->upstream);
+    return send_reply(r, reply, sub, d->upstream);
 }

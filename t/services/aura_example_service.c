@@ -14,9 +14,24 @@
  * x-example-malformed: missing-status, x-example-delay-ms (0..600000),
  * x-example-reply-header[-N]: "Name: value" (repeatable), x-example-headers:
  * json, x-example-body-size (0..64 MiB).  Anything else: echo the body.
- * Unusable values get a 400 saying why.  The count subject answers a
- * request id (the payload) with how many times it was received.  With
- * -j subject=file it also serves that file (a JWKS document) on subject.
+ * Unusable values get a 400 saying why.
+ *
+ * x-example-stream-bytes: N (0..1 GiB) answers with a streamed reply
+ * (docs/envelope.md, "Streamed replies"): a begin message (the usual
+ * reply headers, Content-Type application/octet-stream, X-Example-Stream:
+ * 1, X-Example-Stream-Chunks and -Chunk-Size, no body), then N bytes in
+ * chunks of at most max_payload - 4 KiB, byte i of the body being
+ * (i * 31 + 7) & 0xff so that a client can check every byte.  Each
+ * message has its own ack subject under a per-stream inbox; at most
+ * x-example-stream-window (1..64, default 8) messages are unacknowledged,
+ * and 30 s without an ack, or "Aura-Stream: cancel" from the gateway,
+ * ends the stream (logged to stderr).  x-example-stream-gap: K skips
+ * sequence number K; x-example-stream-pause-ms: D waits D ms before the
+ * last message.  Each stream runs on its own thread.
+ *
+ * The count subject answers a request id (the payload) with how many
+ * times it was received.  With -j subject=file it also serves that file
+ * (a JWKS document) on subject.
  *
  * Usage: aura_example_service [-s nats_url] [-p pidfile]
  *                             [-c count_subject] [-j subject=jwks_file]
@@ -42,6 +57,12 @@
 
 #define MAX_DELAY_MS  600000L
 #define MAX_BODY_SIZE (64L * 1024 * 1024)
+
+#define MAX_STREAM_BYTES      (1024L * 1024 * 1024)
+#define DEFAULT_STREAM_WINDOW 8
+#define MAX_STREAM_WINDOW     64
+#define STREAM_ACK_TIMEOUT_MS 30000L
+#define STREAM_HEADROOM       4096    /* room left for headers */
 
 /* The count table only has to outlive one test; 65536 ids is far more
  * than a test run issues, and the bound keeps a long-running demo from
@@ -70,9 +91,9 @@ static count_entry *count_order[COUNT_MAX];     /* ring, oldest first */
 static size_t count_head;
 static size_t count_used;
 
-/* Delayed replies run on detached threads that use the connection; the
- * shutdown path must wake them and wait until none is left before it may
- * destroy the connection under them. */
+/* Delayed replies and streams run on detached threads that use the
+ * connection; the shutdown path must wake them and wait until none is
+ * left before it may destroy the connection under them. */
 static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t state_cond;
 static int shutting_down;
@@ -83,6 +104,22 @@ typedef struct {
     natsMsg *reply;
     long delay_ms;
 } delayed_reply;
+
+/* One streamed reply, owned by its thread. */
+typedef struct {
+    natsConnection *nc;
+    natsMsg *begin;        /* the begin message, ready to publish */
+    char *to;              /* the gateway's inbox */
+    char *acks;            /* per-stream ack inbox; message n acks on
+                              "<acks>.<n>" */
+    char *rid;             /* request id, for log lines */
+    long bytes;
+    long window;
+    long gap;              /* sequence number to skip, 0: none */
+    long pause_ms;         /* before the last message */
+    long delay_ms;         /* before the begin message */
+    long chunk;
+} stream_job;
 
 static size_t count_hash(const char *id)
 {
@@ -391,6 +428,8 @@ static const char *add_reply_headers(natsMsg *msg, natsMsg *reply)
     return err;
 }
 
+static void thread_done(void);
+
 static void *delayed_main(void *arg)
 {
     delayed_reply *d = arg;
@@ -421,12 +460,7 @@ static void *delayed_main(void *arg)
     }
     natsMsg_Destroy(d->reply);
     free(d);
-
-    pthread_mutex_lock(&state_lock);
-    if (--delayed_pending == 0) {
-        pthread_cond_broadcast(&state_cond);
-    }
-    pthread_mutex_unlock(&state_lock);
+    thread_done();
     return NULL;
 }
 
@@ -482,6 +516,291 @@ static void send_reply(natsConnection *nc, natsMsg *reply, long delay_ms)
     }
 }
 
+/* Waits ms on the shutdown condition; returns 0 when shutting down. */
+static int pause_unless_shutdown(long ms)
+{
+    struct timespec until;
+    int alive;
+
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&state_lock);
+    while (!shutting_down
+           && pthread_cond_timedwait(&state_cond, &state_lock,
+                                     &until) != ETIMEDOUT) {
+        ;
+    }
+    alive = !shutting_down;
+    pthread_mutex_unlock(&state_lock);
+    return alive;
+}
+
+static int is_shutting_down(void)
+{
+    int down;
+
+    pthread_mutex_lock(&state_lock);
+    down = shutting_down;
+    pthread_mutex_unlock(&state_lock);
+    return down;
+}
+
+static void thread_done(void)
+{
+    pthread_mutex_lock(&state_lock);
+    if (--delayed_pending == 0) {
+        pthread_cond_broadcast(&state_cond);
+    }
+    pthread_mutex_unlock(&state_lock);
+}
+
+/* Starts fn(arg) on a detached thread counted in delayed_pending.
+ * Returns 0, or an errno value (nothing started: arg is still yours). */
+static int start_thread(void *(*fn)(void *), void *arg)
+{
+    pthread_t tid;
+    pthread_attr_t attr;
+    int rc;
+
+    pthread_mutex_lock(&state_lock);
+    if (shutting_down) {
+        pthread_mutex_unlock(&state_lock);
+        return ECANCELED;
+    }
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    rc = pthread_create(&tid, &attr, fn, arg);
+    pthread_attr_destroy(&attr);
+    if (rc == 0) {
+        delayed_pending++;
+    }
+    pthread_mutex_unlock(&state_lock);
+    return rc;
+}
+
+/* Waits for one message on the ack inbox: 1 for an ack, 0 when the
+ * gateway cancelled or nothing came for STREAM_ACK_TIMEOUT_MS or the
+ * service is shutting down (*why says which). */
+static int wait_ack(natsSubscription *acks, const char **why)
+{
+    long waited = 0;
+
+    while (waited < STREAM_ACK_TIMEOUT_MS) {
+        natsMsg *m = NULL;
+        const char *v = NULL;
+        natsStatus s;
+
+        if (is_shutting_down()) {
+            *why = "shutting down";
+            return 0;
+        }
+        s = natsSubscription_NextMsg(&m, acks, 250);
+        if (s == NATS_TIMEOUT) {
+            waited += 250;
+            continue;
+        }
+        if (s != NATS_OK) {
+            *why = natsStatus_GetText(s);
+            return 0;
+        }
+        if (natsMsgHeader_Get(m, "Aura-Stream", &v) == NATS_OK && v
+            && !strcmp(v, "cancel")) {
+            natsMsg_Destroy(m);
+            *why = "cancelled by the gateway";
+            return 0;
+        }
+        natsMsg_Destroy(m);
+        return 1;
+    }
+    *why = "no acknowledgement for 30 s, giving up";
+    return 0;
+}
+
+static natsStatus publish_chunk(stream_job *j, long seq, const char *data,
+                                int len, int last)
+{
+    char reply[256], seqbuf[32];
+    natsMsg *m = NULL;
+    natsStatus s;
+
+    snprintf(reply, sizeof(reply), "%s.%ld", j->acks, seq);
+    snprintf(seqbuf, sizeof(seqbuf), "%ld", seq);
+    s = natsMsg_Create(&m, j->to, reply, data, len);
+    if (s == NATS_OK) {
+        s = natsMsgHeader_Set(m, "Aura-Seq", seqbuf);
+    }
+    if (s == NATS_OK && last) {
+        s = natsMsgHeader_Set(m, "Aura-Stream", "end");
+    }
+    if (s == NATS_OK) {
+        s = natsConnection_PublishMsg(j->nc, m);
+    }
+    natsMsg_Destroy(m);
+    return s;
+}
+
+/* nats.c before 3.6.1 (its issue #637) lets the reader thread use a
+ * subscription it found without a reference, so destroying one that
+ * may still receive (late acks, a cancel) is a use after free.
+ * Unsubscribe, flush (when the PONG is back the reader is done with
+ * everything sent before the UNSUB), then destroy; leak it if the flush
+ * fails. */
+static void sub_destroy(natsConnection *nc, natsSubscription *sub)
+{
+    if (!sub) {
+        return;
+    }
+#if NATS_VERSION_NUMBER < 0x030601
+    (void)natsSubscription_Unsubscribe(sub);
+    if (!natsConnection_IsClosed(nc)
+        && natsConnection_FlushTimeout(nc, 2000) != NATS_OK) {
+        return;
+    }
+#else
+    (void)nc;
+#endif
+    natsSubscription_Destroy(sub);
+}
+
+static void stream_free(stream_job *j)
+{
+    natsMsg_Destroy(j->begin);
+    free(j->to);
+    free(j->acks);
+    free(j->rid);
+    free(j);
+}
+
+static void *stream_main(void *arg)
+{
+    stream_job *j = arg;
+    natsSubscription *acks = NULL;
+    char pattern[256 + 1];
+    char *buf = NULL, *subject = NULL;
+    const char *why = NULL;
+    long nchunks, i, seq, unacked = 0, off = 0;
+    natsStatus s;
+
+    for (i = 0; i < 256; i++) {
+        pattern[i] = (char)((i * 31 + 7) & 0xff);
+    }
+    nchunks = j->bytes ? (j->bytes + j->chunk - 1) / j->chunk : 1;
+    if (!(buf = malloc((size_t)j->chunk))
+        || !(subject = malloc(strlen(j->acks) + 3))) {
+        why = "out of memory";
+        goto done;
+    }
+    /* Subscribed before anything is published on the same connection,
+     * so no ack can arrive before the subscription. */
+    sprintf(subject, "%s.*", j->acks);
+    s = natsConnection_SubscribeSync(&acks, j->nc, subject);
+    if (s != NATS_OK) {
+        why = natsStatus_GetText(s);
+        goto done;
+    }
+    if (j->delay_ms && !pause_unless_shutdown(j->delay_ms)) {
+        goto done;
+    }
+    if ((s = natsConnection_PublishMsg(j->nc, j->begin)) != NATS_OK) {
+        why = natsStatus_GetText(s);
+        goto done;
+    }
+    unacked = 1;
+    for (i = 0, seq = 1; i < nchunks; i++, seq++) {
+        long len = j->bytes - off < j->chunk ? j->bytes - off : j->chunk;
+        long k;
+        int last = (i == nchunks - 1);
+
+        while (unacked >= j->window) {
+            if (!wait_ack(acks, &why)) {
+                goto done;
+            }
+            unacked--;
+        }
+        if (last && j->pause_ms && !pause_unless_shutdown(j->pause_ms)) {
+            goto done;
+        }
+        if (j->gap && seq == j->gap) {
+            seq++;
+        }
+        for (k = 0; k < len; k++) {
+            buf[k] = pattern[(off + k) & 0xff];
+        }
+        s = publish_chunk(j, seq, buf, (int)len, last);
+        if (s != NATS_OK) {
+            why = natsStatus_GetText(s);
+            goto done;
+        }
+        unacked++;
+        off += len;
+    }
+    /* The gateway acks the rest as the client takes it: wait, so that a
+     * cancel is noticed and the thread ends when the stream really has. */
+    while (unacked > 0 && wait_ack(acks, &why)) {
+        unacked--;
+    }
+
+done:
+    if (why && strcmp(why, "shutting down")) {
+        fprintf(stderr, PROG ": stream for %s stopped after %ld of %ld "
+                "bytes: %s\n", j->rid, off, j->bytes, why);
+    }
+    sub_destroy(j->nc, acks);
+    free(subject);
+    free(buf);
+    stream_free(j);
+    thread_done();
+    return NULL;
+}
+
+/* Takes ownership of begin.  Returns NULL, or why no stream started. */
+static const char *start_stream(natsConnection *nc, natsMsg *req,
+                                natsMsg *begin, char *acks, long bytes,
+                                long window, long gap, long pause_ms,
+                                long delay_ms)
+{
+    stream_job *j = calloc(1, sizeof(*j));
+    const char *rid = hdr(req, "Aura-Request-Id");
+    int rc;
+
+    if (!j) {
+        natsMsg_Destroy(begin);
+        free(acks);
+        return "out of memory\n";
+    }
+    j->nc = nc;
+    j->begin = begin;
+    j->acks = acks;
+    j->to = strdup(natsMsg_GetReply(req));
+    j->rid = strdup(rid ? rid : "-");
+    j->bytes = bytes;
+    j->window = window;
+    j->gap = gap;
+    j->pause_ms = pause_ms;
+    j->delay_ms = delay_ms;
+    j->chunk = (long)natsConnection_GetMaxPayload(nc) - STREAM_HEADROOM;
+    if (j->chunk < 1024) {
+        j->chunk = 1024;
+    }
+    if (!j->to || !j->rid) {
+        stream_free(j);
+        return "out of memory\n";
+    }
+    if ((rc = start_thread(stream_main, j)) != 0) {
+        fprintf(stderr, PROG ": cannot start stream thread: %s\n",
+                strerror(rc));
+        stream_free(j);
+        return "cannot start the stream\n";
+    }
+    return NULL;
+}
+
 /* Reply headers that mirror the request envelope, so a test can see what
  * the gateway actually sent.  Absent request headers stay absent. */
 static natsStatus mirror(natsMsg *msg, natsMsg *reply, const char *from,
@@ -504,6 +823,9 @@ static void on_service(natsConnection *nc, natsSubscription *sub,
     char countbuf[32];
     int len, missing_status = 0, want_json = 0;
     long delay_ms = 0, body_size = -1;
+    long stream_bytes = -1, window = DEFAULT_STREAM_WINDOW, gap = 0;
+    long pause_ms = 0;
+    char *acks = NULL, *begin_reply = NULL;
     natsMsg *reply = NULL;
 
     (void)sub;
@@ -558,6 +880,41 @@ static void on_service(natsConnection *nc, natsSubscription *sub,
         reply_error(nc, msg, "400", "bad x-example-body-size\n");
         goto done;
     }
+    if ((v = hdr(msg, "x-example-stream-bytes")) != NULL
+        && !parse_num(v, MAX_STREAM_BYTES, &stream_bytes)) {
+        reply_error(nc, msg, "400", "bad x-example-stream-bytes\n");
+        goto done;
+    }
+    if ((v = hdr(msg, "x-example-stream-window")) != NULL
+        && (!parse_num(v, MAX_STREAM_WINDOW, &window) || window < 1)) {
+        reply_error(nc, msg, "400", "bad x-example-stream-window\n");
+        goto done;
+    }
+    if ((v = hdr(msg, "x-example-stream-gap")) != NULL
+        && (!parse_num(v, 1000000L, &gap) || gap < 1)) {
+        reply_error(nc, msg, "400", "bad x-example-stream-gap\n");
+        goto done;
+    }
+    if ((v = hdr(msg, "x-example-stream-pause-ms")) != NULL
+        && !parse_num(v, MAX_DELAY_MS, &pause_ms)) {
+        reply_error(nc, msg, "400", "bad x-example-stream-pause-ms\n");
+        goto done;
+    }
+    if (stream_bytes >= 0) {
+        natsInbox *inbox = NULL;
+
+        /* The begin message is acked on "<acks>.0", chunk n on
+         * "<acks>.n"; the stream thread subscribes to "<acks>.*". */
+        if (natsInbox_Create(&inbox) != NATS_OK
+            || !(acks = strdup(inbox))
+            || !(begin_reply = malloc(strlen(acks) + 3))) {
+            natsInbox_Destroy(inbox);
+            reply_error(nc, msg, "500", "out of memory\n");
+            goto done;
+        }
+        natsInbox_Destroy(inbox);
+        sprintf(begin_reply, "%s.0", acks);
+    }
 
     /* Body: the header dump wins over a generated body, which wins over
      * the echo. */
@@ -565,7 +922,12 @@ static void on_service(natsConnection *nc, natsSubscription *sub,
     if (!ctype) {
         ctype = "application/octet-stream";
     }
-    if (want_json) {
+    if (stream_bytes >= 0) {
+        data = NULL;
+        len = 0;
+        ctype = "application/octet-stream";
+    }
+    else if (want_json) {
         if (!(buf = headers_json(msg))) {
             reply_error(nc, msg, "500", "cannot encode headers as JSON\n");
             goto done;
@@ -595,7 +957,8 @@ static void on_service(natsConnection *nc, natsSubscription *sub,
         len = natsMsg_GetDataLength(msg);
     }
 
-    s = natsMsg_Create(&reply, natsMsg_GetReply(msg), NULL, data, len);
+    s = natsMsg_Create(&reply, natsMsg_GetReply(msg), begin_reply, data,
+                       len);
     free(buf);
 
     /* Copied verbatim, even "abc": the gateway's validation is under test,
@@ -629,6 +992,27 @@ static void on_service(natsConnection *nc, natsSubscription *sub,
     if (s == NATS_OK) {
         s = natsMsgHeader_Set(reply, "X-Example-Count", countbuf);
     }
+    if (s == NATS_OK && stream_bytes >= 0) {
+        char nbuf[32], cbuf[32];
+        long chunk = (long)natsConnection_GetMaxPayload(nc) - STREAM_HEADROOM;
+
+        if (chunk < 1024) {
+            chunk = 1024;
+        }
+        snprintf(nbuf, sizeof(nbuf), "%ld",
+                 stream_bytes ? (stream_bytes + chunk - 1) / chunk : 1);
+        snprintf(cbuf, sizeof(cbuf), "%ld", chunk);
+        s = natsMsgHeader_Set(reply, "Aura-Stream", "begin");
+        if (s == NATS_OK) {
+            s = natsMsgHeader_Set(reply, "X-Example-Stream", "1");
+        }
+        if (s == NATS_OK) {
+            s = natsMsgHeader_Set(reply, "X-Example-Stream-Chunks", nbuf);
+        }
+        if (s == NATS_OK) {
+            s = natsMsgHeader_Set(reply, "X-Example-Stream-Chunk-Size", cbuf);
+        }
+    }
     if (s != NATS_OK) {
         fprintf(stderr, PROG ": cannot build reply: %s\n",
                 natsStatus_GetText(s));
@@ -641,9 +1025,21 @@ static void on_service(natsConnection *nc, natsSubscription *sub,
         goto done;
     }
 
-    send_reply(nc, reply, delay_ms);
+    if (stream_bytes >= 0) {
+        err = start_stream(nc, msg, reply, acks, stream_bytes, window, gap,
+                           pause_ms, delay_ms);
+        acks = NULL;    /* the stream owns it now */
+        if (err) {
+            reply_error(nc, msg, "500", err);
+        }
+    }
+    else {
+        send_reply(nc, reply, delay_ms);
+    }
 
 done:
+    free(acks);
+    free(begin_reply);
     natsMsg_Destroy(msg);
 }
 
