@@ -430,30 +430,36 @@ static const char *add_reply_headers(natsMsg *msg, natsMsg *reply)
 
 static void thread_done(void);
 
-static void *delayed_main(void *arg)
+/* Waits ms on the shutdown condition; returns 0 when shutting down. */
+static int pause_unless_shutdown(long ms)
 {
-    delayed_reply *d = arg;
     struct timespec until;
-    int publish_it;
+    int alive;
 
     clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += d->delay_ms / 1000;
-    until.tv_nsec += (d->delay_ms % 1000) * 1000000L;
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000L;
     if (until.tv_nsec >= 1000000000L) {
         until.tv_sec++;
         until.tv_nsec -= 1000000000L;
     }
-
-    /* A condition wait, not sleep(): shutdown must be able to cut the
-     * delay short instead of waiting up to ten minutes. */
     pthread_mutex_lock(&state_lock);
     while (!shutting_down
            && pthread_cond_timedwait(&state_cond, &state_lock,
                                      &until) != ETIMEDOUT) {
         ;
     }
-    publish_it = !shutting_down;
+    alive = !shutting_down;
     pthread_mutex_unlock(&state_lock);
+    return alive;
+}
+
+static void *delayed_main(void *arg)
+{
+    delayed_reply *d = arg;
+    /* A condition wait, not sleep(): shutdown must be able to cut the
+     * delay short instead of waiting up to ten minutes. */
+    int publish_it = pause_unless_shutdown(d->delay_ms);
 
     if (publish_it) {
         publish(d->nc, d->reply);
@@ -514,30 +520,6 @@ static void send_reply(natsConnection *nc, natsMsg *reply, long delay_ms)
         natsMsg_Destroy(reply);
         free(d);
     }
-}
-
-/* Waits ms on the shutdown condition; returns 0 when shutting down. */
-static int pause_unless_shutdown(long ms)
-{
-    struct timespec until;
-    int alive;
-
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
-    pthread_mutex_lock(&state_lock);
-    while (!shutting_down
-           && pthread_cond_timedwait(&state_cond, &state_lock,
-                                     &until) != ETIMEDOUT) {
-        ;
-    }
-    alive = !shutting_down;
-    pthread_mutex_unlock(&state_lock);
-    return alive;
 }
 
 static int is_shutting_down(void)

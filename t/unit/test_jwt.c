@@ -26,6 +26,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "aura_unit.h"
+
 #include "apr_general.h"
 #include "apr_pools.h"
 #include "apr_strings.h"
@@ -366,24 +368,6 @@ static int group_teardown(void **state)
     EVP_PKEY_free(fx.ec_lz.pkey);
     apr_pool_destroy(fx.pool);
     apr_terminate();
-    return 0;
-}
-
-static int pool_setup(void **state)
-{
-    apr_pool_t *p = NULL;
-
-    if (apr_pool_create(&p, NULL) != APR_SUCCESS) {
-        return -1;
-    }
-    *state = p;
-    return 0;
-}
-
-static int pool_teardown(void **state)
-{
-    apr_pool_destroy((apr_pool_t *)*state);
-    *state = NULL;
     return 0;
 }
 
