@@ -222,6 +222,53 @@ static aura_server_conf_t *cmd_server_conf(cmd_parms *cmd)
                                 &aura_common_module);
 }
 
+/* Enumerated arguments: one table gives the accepted words, their values
+ * and the error text, so the three can never disagree. */
+typedef struct {
+    const char *name;
+    int value;
+} enum_word_t;
+
+static const char *parse_enum(cmd_parms *cmd, const char *arg,
+                              const enum_word_t *words, int *out)
+{
+    const char *list = NULL;
+    int i;
+
+    for (i = 0; words[i].name; i++) {
+        if (!strcasecmp(arg, words[i].name)) {
+            *out = words[i].value;
+            return NULL;
+        }
+        list = list ? apr_pstrcat(cmd->temp_pool, list, " | ", words[i].name,
+                                  NULL)
+                    : words[i].name;
+    }
+    return apr_psprintf(cmd->pool, "%s: '%s' is not one of: %s",
+                        cmd->cmd->name, arg, list);
+}
+
+static const enum_word_t plane_words[] = {
+    { "data", AURA_PLANE_DATA },
+    { "management", AURA_PLANE_MGMT },
+    { "none", AURA_PLANE_NONE },
+    { NULL, 0 }
+};
+
+static const enum_word_t scope_words[] = {
+    { "project-header", AURA_SCOPE_PROJECT_HEADER },
+    { "project-path", AURA_SCOPE_PROJECT_PATH },
+    { "org-path", AURA_SCOPE_ORG_PATH },
+    { NULL, 0 }
+};
+
+static const enum_word_t role_words[] = {
+    { "member", AURA_ROLE_MEMBER },
+    { "admin", AURA_ROLE_ADMIN },
+    { "owner", AURA_ROLE_OWNER },
+    { NULL, 0 }
+};
+
 static const char *set_plane(cmd_parms *cmd, void *dummy, const char *arg)
 {
     aura_server_conf_t *c = cmd_server_conf(cmd);
@@ -232,20 +279,7 @@ static const char *set_plane(cmd_parms *cmd, void *dummy, const char *arg)
                             "a plane is one VirtualHost's policy",
                             cmd->cmd->name);
     }
-    if (!strcasecmp(arg, "data")) {
-        c->plane = AURA_PLANE_DATA;
-    }
-    else if (!strcasecmp(arg, "management")) {
-        c->plane = AURA_PLANE_MGMT;
-    }
-    else if (!strcasecmp(arg, "none")) {
-        c->plane = AURA_PLANE_NONE;
-    }
-    else {
-        return apr_psprintf(cmd->pool, "%s: '%s' is not one of: data | "
-                            "management | none", cmd->cmd->name, arg);
-    }
-    return NULL;
+    return parse_enum(cmd, arg, plane_words, &c->plane);
 }
 
 static const char *set_nats_servers(cmd_parms *cmd, void *dummy,
@@ -746,21 +780,7 @@ static const char *set_scope(cmd_parms *cmd, void *dirv, const char *arg)
 {
     aura_dir_conf_t *d = dirv;
 
-    if (!strcasecmp(arg, "project-header")) {
-        d->scope = AURA_SCOPE_PROJECT_HEADER;
-    }
-    else if (!strcasecmp(arg, "project-path")) {
-        d->scope = AURA_SCOPE_PROJECT_PATH;
-    }
-    else if (!strcasecmp(arg, "org-path")) {
-        d->scope = AURA_SCOPE_ORG_PATH;
-    }
-    else {
-        return apr_psprintf(cmd->pool, "%s: '%s' is not one of: "
-                            "project-header | project-path | org-path",
-                            cmd->cmd->name, arg);
-    }
-    return NULL;
+    return parse_enum(cmd, arg, scope_words, &d->scope);
 }
 
 static const char *set_require_role(cmd_parms *cmd, void *dirv,
@@ -768,20 +788,7 @@ static const char *set_require_role(cmd_parms *cmd, void *dirv,
 {
     aura_dir_conf_t *d = dirv;
 
-    if (!strcasecmp(arg, "member")) {
-        d->require_role = AURA_ROLE_MEMBER;
-    }
-    else if (!strcasecmp(arg, "admin")) {
-        d->require_role = AURA_ROLE_ADMIN;
-    }
-    else if (!strcasecmp(arg, "owner")) {
-        d->require_role = AURA_ROLE_OWNER;
-    }
-    else {
-        return apr_psprintf(cmd->pool, "%s: '%s' is not one of: member | "
-                            "admin | owner", cmd->cmd->name, arg);
-    }
-    return NULL;
+    return parse_enum(cmd, arg, role_words, &d->require_role);
 }
 
 #define NATS_TIME(name, field, help)                                        \
