@@ -1,0 +1,60 @@
+/* Licensed under the Apache License, Version 2.0 (see LICENSE).
+ *
+ * aura_limiter.h: the per-key GCRA table of the rate limiter, as pure
+ * logic on a caller-supplied array (the shared segment in httpd, plain
+ * memory in the unit tests).
+ *
+ * The table is set-associative: a key's keyed hash picks one set of
+ * AURA_LIMITER_WAYS slots, and the key may live in any slot of that
+ * set.  Memory is fixed at sets * ways * 16 bytes whatever the traffic:
+ * an attacker cycling source addresses cannot grow it, and because a
+ * slot is only ever taken over when its key is at full credit (its TAT
+ * is in the past, so it carries no state worth keeping), cycling cannot
+ * reset a limited client either.  When a set has no free slot and no
+ * slot at full credit, the request is admitted without state
+ * (AURA_LIMIT_FULL): fail-open, which the caller counts and logs.
+ *
+ * Lock-free: a slot is (key, tat), each word updated by compare-and-swap.
+ * Taking a slot over swaps its key only; the TAT left there is in the
+ * past, which is exactly a new key's state.  The one imprecision is a
+ * race between a take-over and a request of the evicted key in flight:
+ * that request's interval may be charged to the new key, once.
+ */
+#ifndef AURA_LIMITER_H
+#define AURA_LIMITER_H
+
+#include "aura_gcra.h"
+
+#define AURA_LIMITER_WAYS 8
+
+typedef struct {
+    volatile apr_uint64_t key;   /* keyed hash of the key; 0: never used */
+    volatile apr_uint64_t tat;   /* GCRA theoretical arrival time, ns */
+} aura_limiter_slot_t;
+
+typedef enum {
+    AURA_LIMIT_ADMITTED = 0,
+    AURA_LIMIT_REFUSED,
+    AURA_LIMIT_FULL              /* no slot: admitted, stateless */
+} aura_limit_e;
+
+/**
+ * Number of sets for at least entries slots: a power of two, >= 1.
+ */
+apr_uint64_t aura_limiter_sets(apr_uint64_t entries);
+
+/**
+ * Decide one request of key.
+ * @param slots sets * AURA_LIMITER_WAYS slots, zero-filled at creation
+ * @param sets a power of two (aura_limiter_sets())
+ * @param key the key's keyed hash (0 is remapped: it marks free slots)
+ * @param g the limit
+ * @param now the clock in ns (monotonic, shared by all callers)
+ * @param out the GCRA decision (admitted with remaining = 0 for FULL)
+ */
+aura_limit_e aura_limiter_take(aura_limiter_slot_t *slots,
+                               apr_uint64_t sets, apr_uint64_t key,
+                               const aura_gcra_t *g, apr_uint64_t now,
+                               aura_gcra_result_t *out);
+
+#endif /* AURA_LIMITER_H */
