@@ -1,0 +1,635 @@
+/* Licensed under the Apache License, Version 2.0 (see LICENSE).
+ *
+ * test_breaker.c: the circuit-breaker state machine (aura_breaker_fsm.c):
+ * conf bounds, the zero word, opening at the threshold, refusals while
+ * open, the probe handout in half-open, probe verdicts, released probes,
+ * late verdicts, the 32-bit clock wrapping, saturation, and threads
+ * racing on one word (each transition reported exactly once, never more
+ * probes than allowed).  `now` is an argument: no test waits.  cmocka's
+ * assertions are not thread-safe, so worker threads only count and the
+ * main thread asserts.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+
+#include "apr_atomic.h"
+
+#include "aura_breaker_fsm.h"
+
+/* A breaker that is open since `at` (threshold 1: one failure). */
+static void open_at(volatile apr_uint64_t *w, const aura_breaker_conf_t *c,
+                    apr_uint32_t at)
+{
+    aura_breaker_conf_t one = *c;
+
+    one.threshold = 1;
+    assert_int_equal(aura_breaker_failure(w, &one, AURA_BRK_PASS, at),
+                     AURA_BRK_TO_OPEN);
+}
+
+static void expect_state(apr_uint64_t w, aura_breaker_state_e st,
+                         apr_uint32_t failures, apr_uint32_t in_flight)
+{
+    apr_uint32_t f = 12345, n = 12345;
+
+    assert_int_equal(aura_breaker_state(w, &f, &n), st);
+    assert_int_equal(f, failures);
+    assert_int_equal(n, in_flight);
+}
+
+static void test_conf_init(void **state)
+{
+    static const struct {
+        apr_uint32_t threshold, cooldown, probes;
+        apr_status_t rv;
+    } rows[] = {
+        { 5, 30000, 1, APR_SUCCESS },
+        { 1, 1, 1, APR_SUCCESS },                           /* minima */
+        { AURA_BRK_MAX_FAILURES, AURA_BRK_MAX_COOLDOWN, 255, APR_SUCCESS },
+        { 0, 1000, 1, APR_EINVAL },
+        { AURA_BRK_MAX_FAILURES + 1, 1000, 1, APR_EINVAL }, /* 22 bits */
+        { 5, 0, 1, APR_EINVAL },
+        { 5, 0x80000000U, 1, APR_EINVAL },                  /* >= 2^31 */
+        { 5, 0xffffffffU, 1, APR_EINVAL },
+        { 5, 1000, 0, APR_EINVAL },
+        { 5, 1000, 256, APR_EINVAL },                       /* 8 bits */
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        aura_breaker_conf_t c = { 7, 7, 7 };
+
+        assert_int_equal(aura_breaker_conf_init(&c, rows[i].threshold,
+                                                rows[i].cooldown,
+                                                rows[i].probes), rows[i].rv);
+        if (rows[i].rv == APR_SUCCESS) {
+            assert_int_equal(c.threshold, rows[i].threshold);
+            assert_int_equal(c.cooldown_ms, rows[i].cooldown);
+            assert_int_equal(c.probes, rows[i].probes);
+        }
+        else {
+            assert_int_equal(c.threshold, 7);   /* untouched */
+        }
+    }
+}
+
+/* A zero-filled segment is a closed breaker; closed admits without
+ * writing the word, and a success with no failures writes nothing. */
+static void test_zero_word(void **state)
+{
+    aura_breaker_conf_t c;
+    volatile apr_uint64_t w = 0;
+    aura_breaker_change_e ch = AURA_BRK_TO_OPEN;
+    apr_uint32_t retry = 99;
+
+    (void)state;
+    assert_int_equal(aura_breaker_conf_init(&c, 3, 1000, 1), APR_SUCCESS);
+    expect_state(w, AURA_BRK_CLOSED, 0, 0);
+    assert_int_equal(aura_breaker_since(w), 0);
+    assert_int_equal(aura_breaker_acquire(&w, &c, 42, &ch, &retry),
+                     AURA_BRK_PASS);
+    assert_int_equal(ch, AURA_BRK_SAME);
+    assert_int_equal(retry, 0);
+    assert_true(w == 0);
+    assert_int_equal(aura_breaker_success(&w, &c, AURA_BRK_PASS, 43),
+                     AURA_BRK_SAME);
+    assert_true(w == 0);
+    /* The outputs are optional. */
+    assert_int_equal(aura_breaker_acquire(&w, &c, 44, NULL, NULL),
+                     AURA_BRK_PASS);
+}
+
+/* threshold - 1 failures keep it closed, a success resets the count,
+ * the threshold-th consecutive failure opens it. */
+static void test_threshold(void **state)
+{
+    aura_breaker_conf_t c;
+    volatile apr_uint64_t w = 0;
+    apr_uint32_t i;
+
+    (void)state;
+    assert_int_equal(aura_breaker_conf_init(&c, 3, 1000, 1), APR_SUCCESS);
+    for (i = 0; i < 2; i++) {
+        assert_int_equal(aura_breaker_failure(&w, &c, AURA_BRK_PASS, 100),
+                         AURA_BRK_SAME);
+    }
+    expect_state(w, AURA_BRK_CLOSED, 2, 0);
+    assert_int_equal(aura_breaker_success(&w, &c, AURA_BRK_PASS, 101),
+                     AURA_BRK_SAME);
+    expect_state(w, AURA_BRK_CLOSED, 0, 0);
+    for (i = 0; i < 2; i++) {
+        assert_int_equal(aura_breaker_failure(&w, &c, AURA_BRK_PASS, 102),
+                         AURA_BRK_SAME);
+    }
+    expect_state(w, AURA_BRK_CLOSED, 2, 0);
+    assert_int_equal(aura_breaker_acquire(&w, &c, 103, NULL, NULL),
+                     AURA_BRK_PASS);
+    assert_int_equal(aura_breaker_failure(&w, &c, AURA_BRK_PASS, 104),
+                     AURA_BRK_TO_OPEN);
+    expect_state(w, AURA_BRK_OPEN, 3, 0);
+    assert_int_equal(aura_breaker_since(w), 104);
+
+    /* Threshold 1: the first failure opens it. */
+    w = 0;
+    assert_int_equal(aura_breaker_conf_init(&c, 1, 1000, 1), APR_SUCCESS);
+    assert_int_equal(aura_breaker_failure(&w, &c, AURA_BRK_PASS, 5),
+                     AURA_BRK_TO_OPEN);
+}
+
+/* While open: DENY with the cooldown left, and the word untouched. */
+static void test_open_deny(void **state)
+{
+    static const struct {
+        apr_uint32_t at, retry;
+    } rows[] = {
+        { 10000, 1000 },        /* the instant it opened */
+        { 10001, 999 },
+        { 10500, 500 },
+        { 10999, 1 },           /* 1 ms short */
+    };
+    aura_breaker_conf_t c;
+    volatile apr_uint64_t w = 0;
+    apr_uint64_t before;
+    size_t i;
+
+    (void)state;
+    assert_int_equal(aura_breaker_conf_init(&c, 2, 1000, 1), APR_SUCCESS);
+    open_at(&w, &c, 10000);
+    before = w;
+    for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        aura_breaker_change_e ch = AURA_BRK_TO_CLOSED;
+        apr_uint32_t retry = 0;
+
+        assert_int_equal(aura_breaker_acquire(&w, &c, rows[i].at, &ch,
+                                              &retry), AURA_BRK_DENY);
+        assert_int_equal(ch, AURA_BRK_SAME);
+        assert_int_equal(retry, rows[i].retry);
+        assert_true(w == before);
+    }
+    /* DENY tickets' verdicts and release are no-ops. */
+    assert_int_equal(aura_breaker_success(&w, &c, AURA_BRK_DENY, 10100),
+                     AURA_BRK_SAME);
+    assert_int_equal(aura_breaker_failure(&w, &c, AURA_BRK_DENY, 10100),
+                     AURA_BRK_SAME);
+    aura_breaker_release(&w, AURA_BRK_DENY);
+    aura_breaker_release(&w, AURA_BRK_PASS);
+    assert_true(w == before);
+}
+
+/* After the cooldown, exactly one caller moves it to half-open; with
+ * probes=1 the next one is refused with a positive retry-after. */
+static void test_half_open_once(void **state)
+{
+    aura_breaker_conf_t c;
+    volatile apr_uint64_t w = 0;
+    aura_breaker_change_e ch;
+    apr_uint32_t retry;
+
+    (void)state;
+    assert_int_equal(aura_breaker_conf_init(&c, 2, 1000, 1), APR_SUCCESS);
+    open_at(&w, &c, 10000);
+    assert_int_equal(aura_breaker_acquire(&w, &c, 11000, &ch, &retry),
+                     AURA_BRK_PROBE);
+    assert_int_equal(ch, AURA_BRK_TO_HALF_OPEN);
+    assert_int_equal(retry, 0);
+    expect_state(w, AURA_BRK_HALF_OPEN, 1, 1);
+    assert_int_equal(aura_breaker_since(w), 11000);
+    assert_int_equal(aura_breaker_acquire(&w, &c, 11001, &ch, &retry),
+                     AURA_BRK_DENY);
+    assert_int_equal(ch, AURA_BRK_SAME);
+    assert_int_equal(retry, 1000);
+    expect_state(w, AURA_BRK_HALF_OPEN, 1, 1);
+}
+
+/* probes=3: exactly three PROBEs, one of them reporting TO_HALF_OPEN. */
+static void test_probes_three(void **state)
+{
+    aura_breaker_conf_t c;
+    volatile apr_uint64_t w = 0;
+    aura_breaker_change_e ch;
+    int i, probes = 0, changes = 0;
+
+    (void)state;
+    assert_int_equal(aura_breaker_conf_init(&c, 2, 1000, 3), APR_SUCCESS);
+    open_at(&w, &c, 0);
+    for (i = 0; i < 10; i++) {
+        if (aura_breaker_acquire(&w, &c, 5000 + i, &ch, NULL)
+            == AURA_BRK_PROBE) {
+            probes++;
+        }
+        if (ch == AURA_BRK_TO_HALF_OPEN) {
+            changes++;
+        }
+    }
+    assert_int_equal(probes, 3);
+    assert_int_equal(changes, 1);
+    expect_state(w, AURA_BRK_HALF_OPEN, 1, 3);
+}
+
+/* A probe's success closes it; the other probes' verdicts and releases
+ * then find it closed and change nothing. */
+static void test_probe_success(void **state)
+{
+    aura_breaker_conf_t c;
+    volatile apr_uint64_t w = 0;
+    apr_uint64_t closed;
+
+    (void)state;
+    assert_int_equal(aura_breaker_conf_init(&c, 2, 1000, 3), APR_SUCCESS);
+    open_at(&w, &c, 0);
+    assert_int_equal(aura_breaker_acquire(&w, &c, 1000, NULL, NULL),
+                     AURA_BRK_PROBE);
+    assert_int_equal(aura_breaker_acquire(&w, &c, 1001, NULL, NULL),
+                     AURA_BRK_PROBE);
+    assert_int_equal(aura_breaker_acquire(&w, &c, 1002, NULL, NULL),
+                     AURA_BRK_PROBE);
+    assert_int_equal(aura_breaker_success(&w, &c, AURA_BRK_PROBE, 1100),
+                     AURA_BRK_TO_CLOSED);
+    expect_state(w, AURA_BRK_CLOSED, 0, 0);
+    closed = w;
+    assert_int_equal(aura_breaker_success(&w, &c, AURA_BRK_PROBE, 1101),
+                     AURA_BRK_SAME);
+    assert_int_equal(aura_breaker_failure(&w, &c, AURA_BRK_PROBE, 1102),
+                     AURA_BRK_SAME);
+    aura_breaker_release(&w, AURA_BRK_PROBE);
+    assert_true(w == closed);
+    assert_int_equal(aura_breaker_acquire(&w, &c, 1200, NULL, NULL),
+                     AURA_BRK_PASS);
+    /* Closed again, it counts failures from zero. */
+    assert_int_equal(aura_breaker_failure(&w, &c, AURA_BRK_PASS, 1300),
+                     AURA_BRK_SAME);
+    assert_int_equal(aura_breaker_failure(&w, &c, AURA_BRK_PASS, 1301),
+                     AURA_BRK_TO_OPEN);
+}
+
+/* A probe's failure reopens it and restarts the cooldown from then. */
+static void test_probe_failure(void **state)
+{
+    aura_breaker_conf_t c;
+    volatile apr_uint64_t w = 0;
+    aura_breaker_change_e ch;
+    apr_uint32_t retry;
+
+    (void)state;
+    assert_int_equal(aura_breaker_conf_init(&c, 1, 1000, 2), APR_SUCCESS);
+    open_at(&w, &c, 0);
+    assert_int_equal(aura_breaker_acquire(&w, &c, 1000, NULL, NULL),
+                     AURA_BRK_PROBE);
+    assert_int_equal(aura_breaker_acquire(&w, &c, 1000, NULL, NULL),
+                     AURA_BRK_PROBE);
+    assert_int_equal(aura_breaker_failure(&w, &c, AURA_BRK_PROBE, 1500),
+                     AURA_BRK_TO_OPEN);
+    expect_state(w, AURA_BRK_OPEN, 2, 0);
+    assert_int_equal(aura_breaker_since(w), 1500);
+    /* The second probe's late verdict changes nothing. */
+    assert_int_equal(aura_breaker_success(&w, &c, AURA_BRK_PROBE, 1501),
+                     AURA_BRK_SAME);
+    expect_state(w, AURA_BRK_OPEN, 2, 0);
+    assert_int_equal(aura_breaker_acquire(&w, &c, 2499, &ch, &retry),
+                     AURA_BRK_DENY);
+    assert_int_equal(retry, 1);
+    assert_int_equal(aura_breaker_acquire(&w, &c, 2500, &ch, &retry),
+                     AURA_BRK_PROBE);
+    assert_int_equal(ch, AURA_BRK_TO_HALF_OPEN);
+}
+
+/* A released probe lets another in; releasing twice never underflows. */
+static void test_release(void **state)
+{
+    aura_breaker_conf_t c;
+    volatile apr_uint64_t w = 0;
+    aura_breaker_change_e ch;
+
+    (void)state;
+    assert_int_equal(aura_breaker_conf_init(&c, 1, 1000, 1), APR_SUCCESS);
+    open_at(&w, &c, 0);
+    assert_int_equal(aura_breaker_acquire(&w, &c, 1000, NULL, NULL),
+                     AURA_BRK_PROBE);
+    assert_int_equal(aura_breaker_acquire(&w, &c, 1001, NULL, NULL),
+                     AURA_BRK_DENY);
+    aura_breaker_release(&w, AURA_BRK_PROBE);
+    expect_state(w, AURA_BRK_HALF_OPEN, 1, 0);
+    assert_int_equal(aura_breaker_acquire(&w, &c, 1002, &ch, NULL),
+                     AURA_BRK_PROBE);
+    assert_int_equal(ch, AURA_BRK_SAME);        /* already half-open */
+    expect_state(w, AURA_BRK_HALF_OPEN, 1, 1);
+    aura_breaker_release(&w, AURA_BRK_PROBE);
+    aura_breaker_release(&w, AURA_BRK_PROBE);   /* one too many */
+    expect_state(w, AURA_BRK_HALF_OPEN, 1, 0);
+}
+
+/* PASS verdicts of requests admitted before it opened change nothing:
+ * no count, no cooldown restart, no in-flight change in half-open. */
+static void test_late_pass(void **state)
+{
+    aura_breaker_conf_t c;
+    volatile apr_uint64_t w = 0;
+    aura_breaker_ticket_e t[4];
+    apr_uint64_t before;
+    int i;
+
+    (void)state;
+    assert_int_equal(aura_breaker_conf_init(&c, 2, 1000, 2), APR_SUCCESS);
+    for (i = 0; i < 4; i++) {
+        t[i] = aura_breaker_acquire(&w, &c, 100, NULL, NULL);
+        assert_int_equal(t[i], AURA_BRK_PASS);
+    }
+    assert_int_equal(aura_breaker_failure(&w, &c, t[0], 200),
+                     AURA_BRK_SAME);
+    assert_int_equal(aura_breaker_failure(&w, &c, t[1], 200),
+                     AURA_BRK_TO_OPEN);
+    before = w;
+    assert_int_equal(aura_breaker_failure(&w, &c, t[2], 700),
+                     AURA_BRK_SAME);
+    assert_int_equal(aura_breaker_success(&w, &c, t[3], 700),
+                     AURA_BRK_SAME);
+    assert_true(w == before);
+    assert_int_equal(aura_breaker_acquire(&w, &c, 1200, NULL, NULL),
+                     AURA_BRK_PROBE);
+    before = w;
+    assert_int_equal(aura_breaker_failure(&w, &c, AURA_BRK_PASS, 1300),
+                     AURA_BRK_SAME);
+    assert_int_equal(aura_breaker_success(&w, &c, AURA_BRK_PASS, 1300),
+                     AURA_BRK_SAME);
+    assert_true(w == before);
+    expect_state(w, AURA_BRK_HALF_OPEN, 2, 1);
+}
+
+/* now_ms wraps modulo 2^32 during the cooldown. */
+static void test_clock_wrap(void **state)
+{
+    aura_breaker_conf_t c;
+    volatile apr_uint64_t w = 0;
+    aura_breaker_change_e ch;
+    apr_uint32_t retry, opened = 0xffffff00U;   /* 256 ms before wrap */
+
+    (void)state;
+    assert_int_equal(aura_breaker_conf_init(&c, 1, 1000, 1), APR_SUCCESS);
+    open_at(&w, &c, opened);
+    assert_int_equal(aura_breaker_acquire(&w, &c, 0xffffffffU, NULL,
+                                          &retry), AURA_BRK_DENY);
+    assert_int_equal(retry, 1000 - 255);
+    assert_int_equal(aura_breaker_acquire(&w, &c, 0, NULL, &retry),
+                     AURA_BRK_DENY);
+    assert_int_equal(retry, 1000 - 256);
+    assert_int_equal(aura_breaker_acquire(&w, &c, 743, NULL, &retry),
+                     AURA_BRK_DENY);                /* 999 ms elapsed */
+    assert_int_equal(retry, 1);
+    assert_int_equal(aura_breaker_acquire(&w, &c, 744, &ch, &retry),
+                     AURA_BRK_PROBE);
+    assert_int_equal(ch, AURA_BRK_TO_HALF_OPEN);
+    /* The probe fails just after the wrap: the cooldown restarts. */
+    assert_int_equal(aura_breaker_failure(&w, &c, AURA_BRK_PROBE, 800),
+                     AURA_BRK_TO_OPEN);
+    assert_int_equal(aura_breaker_acquire(&w, &c, 1799, NULL, &retry),
+                     AURA_BRK_DENY);
+    assert_int_equal(retry, 1);
+}
+
+/* 32 bits of clock cannot tell "read just before it opened" from
+ * "opened 2^32 ms ago".  A reading up to one cooldown early is a racing
+ * caller: full cooldown.  Beyond that it is elapsed time modulo 2^32. */
+static void test_clock_early(void **state)
+{
+    static const struct {
+        apr_uint32_t now;
+        aura_breaker_ticket_e t;
+        apr_uint32_t retry;
+    } rows[] = {
+        { 4990, AURA_BRK_DENY, 1000 },          /* read 10 ms early */
+        { 4000, AURA_BRK_DENY, 1000 },          /* a full cooldown early */
+        { 3999, AURA_BRK_PROBE, 0 },            /* idle ~49.7 days */
+        { 5000 + 0xffffffffU, AURA_BRK_DENY, 1000 },    /* 1 ms early */
+        { 5010, AURA_BRK_DENY, 990 },           /* also idle 2^32 + 10 */
+    };
+    aura_breaker_conf_t c;
+    size_t i;
+
+    (void)state;
+    assert_int_equal(aura_breaker_conf_init(&c, 1, 1000, 1), APR_SUCCESS);
+    for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        volatile apr_uint64_t w = 0;
+        apr_uint32_t retry = 12345;
+
+        open_at(&w, &c, 5000);
+        assert_int_equal(aura_breaker_acquire(&w, &c, rows[i].now, NULL,
+                                              &retry), rows[i].t);
+        assert_int_equal(retry, rows[i].retry);
+    }
+}
+
+/* The largest threshold opens at its count; failures then saturate and
+ * never spill into the clock bits. */
+static void test_saturation(void **state)
+{
+    aura_breaker_conf_t c;
+    volatile apr_uint64_t w = 0;
+    apr_uint32_t i;
+
+    (void)state;
+    assert_int_equal(aura_breaker_conf_init(&c, AURA_BRK_MAX_FAILURES, 1,
+                                            AURA_BRK_MAX_PROBES),
+                     APR_SUCCESS);
+    for (i = 1; i < AURA_BRK_MAX_FAILURES; i++) {
+        aura_breaker_failure(&w, &c, AURA_BRK_PASS, 7);
+    }
+    expect_state(w, AURA_BRK_CLOSED, AURA_BRK_MAX_FAILURES - 1, 0);
+    assert_int_equal(aura_breaker_failure(&w, &c, AURA_BRK_PASS, 7),
+                     AURA_BRK_TO_OPEN);
+    for (i = 0; i < AURA_BRK_MAX_PROBES; i++) {
+        assert_int_equal(aura_breaker_acquire(&w, &c, 8, NULL, NULL),
+                         AURA_BRK_PROBE);
+    }
+    assert_int_equal(aura_breaker_acquire(&w, &c, 8, NULL, NULL),
+                     AURA_BRK_DENY);
+    expect_state(w, AURA_BRK_HALF_OPEN, AURA_BRK_MAX_FAILURES, 255);
+    assert_int_equal(aura_breaker_since(w), 8);
+    assert_int_equal(aura_breaker_failure(&w, &c, AURA_BRK_PROBE, 9),
+                     AURA_BRK_TO_OPEN);
+    expect_state(w, AURA_BRK_OPEN, AURA_BRK_MAX_FAILURES, 0);
+    assert_int_equal(aura_breaker_since(w), 9);
+}
+
+/* The unused state value 3 reads as open and is repaired by the next
+ * transition. */
+static void test_corrupt_state(void **state)
+{
+    aura_breaker_conf_t c;
+    volatile apr_uint64_t w = (APR_UINT64_C(100) << 32) | 3;
+
+    (void)state;
+    assert_int_equal(aura_breaker_conf_init(&c, 1, 1000, 1), APR_SUCCESS);
+    expect_state(w, AURA_BRK_OPEN, 0, 0);
+    assert_int_equal(aura_breaker_acquire(&w, &c, 500, NULL, NULL),
+                     AURA_BRK_DENY);
+    assert_int_equal(aura_breaker_acquire(&w, &c, 1100, NULL, NULL),
+                     AURA_BRK_PROBE);
+    expect_state(w, AURA_BRK_HALF_OPEN, 0, 1);
+}
+
+/* Threads. */
+
+#define NTHREADS 4
+#define NCALLS   10000
+
+typedef struct {
+    volatile apr_uint64_t *w;
+    const aura_breaker_conf_t *c;
+    pthread_barrier_t *start;
+    int mode;                   /* 0 acquire, 1 failure, 2 probe churn */
+    apr_uint32_t now;
+    int probes, to_half_open, to_open, bad;
+} worker_t;
+
+static void *worker(void *arg)
+{
+    worker_t *k = arg;
+    aura_breaker_change_e ch;
+    apr_uint32_t n;
+    int i;
+
+    pthread_barrier_wait(k->start);
+    for (i = 0; i < NCALLS; i++) {
+        if (k->mode == 1) {
+            if (aura_breaker_failure(k->w, k->c, AURA_BRK_PASS, k->now)
+                == AURA_BRK_TO_OPEN) {
+                k->to_open++;
+            }
+            continue;
+        }
+        if (aura_breaker_acquire(k->w, k->c, k->now, &ch, NULL)
+            == AURA_BRK_PROBE) {
+            k->probes++;
+            if (k->mode == 2) {
+                /* Never more probes out than allowed, seen from inside. */
+                aura_breaker_state(apr_atomic_read64(k->w), NULL, &n);
+                if (n > k->c->probes) {
+                    k->bad++;
+                }
+                aura_breaker_release(k->w, AURA_BRK_PROBE);
+            }
+        }
+        if (ch == AURA_BRK_TO_HALF_OPEN) {
+            k->to_half_open++;
+        }
+    }
+    return NULL;
+}
+
+/* Runs NTHREADS workers in `mode` on *w and sums their counts into *sum. */
+static void run_threads(volatile apr_uint64_t *w,
+                        const aura_breaker_conf_t *c, int mode,
+                        apr_uint32_t now, worker_t *sum)
+{
+    pthread_t tid[NTHREADS];
+    worker_t k[NTHREADS];
+    pthread_barrier_t start;
+    int i;
+
+    assert_int_equal(pthread_barrier_init(&start, NULL, NTHREADS), 0);
+    for (i = 0; i < NTHREADS; i++) {
+        k[i] = (worker_t){ w, c, &start, mode, now, 0, 0, 0, 0 };
+        assert_int_equal(pthread_create(&tid[i], NULL, worker, &k[i]), 0);
+    }
+    *sum = (worker_t){ w, c, NULL, mode, now, 0, 0, 0, 0 };
+    for (i = 0; i < NTHREADS; i++) {
+        assert_int_equal(pthread_join(tid[i], NULL), 0);
+        sum->probes += k[i].probes;
+        sum->to_half_open += k[i].to_half_open;
+        sum->to_open += k[i].to_open;
+        sum->bad += k[i].bad;
+    }
+    pthread_barrier_destroy(&start);
+}
+
+/* 4 x 10000 acquires racing on an open word whose cooldown is over,
+ * probes=2, no verdicts: one TO_HALF_OPEN and exactly 2 PROBEs. */
+static void test_threads_acquire(void **state)
+{
+    aura_breaker_conf_t c;
+    volatile apr_uint64_t w = 0;
+    worker_t sum;
+
+    (void)state;
+    assert_int_equal(aura_breaker_conf_init(&c, 1, 1000, 2), APR_SUCCESS);
+    open_at(&w, &c, 0);
+    run_threads(&w, &c, 0, 1000, &sum);
+    assert_int_equal(sum.to_half_open, 1);
+    assert_int_equal(sum.probes, 2);
+    expect_state(w, AURA_BRK_HALF_OPEN, 1, 2);
+}
+
+/* Concurrent failures while closed: TO_OPEN exactly once, and no
+ * increment lost (a threshold of all 40000 failures is still reached). */
+static void test_threads_failure(void **state)
+{
+    static const apr_uint32_t thresholds[] = {
+        1, 1000, NTHREADS * NCALLS
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(thresholds) / sizeof(thresholds[0]); i++) {
+        aura_breaker_conf_t c;
+        volatile apr_uint64_t w = 0;
+        apr_uint32_t failures;
+        worker_t sum;
+
+        assert_int_equal(aura_breaker_conf_init(&c, thresholds[i], 1000, 1),
+                         APR_SUCCESS);
+        run_threads(&w, &c, 1, 77, &sum);
+        assert_int_equal(sum.to_open, 1);
+        assert_int_equal(aura_breaker_state(w, &failures, NULL),
+                         AURA_BRK_OPEN);
+        assert_int_equal(failures, thresholds[i]);
+        assert_int_equal(aura_breaker_since(w), 77);
+    }
+}
+
+/* Probes taken and released as fast as possible: the in-flight count
+ * never exceeds the bound and ends at zero. */
+static void test_threads_churn(void **state)
+{
+    aura_breaker_conf_t c;
+    volatile apr_uint64_t w = 0;
+    worker_t sum;
+
+    (void)state;
+    assert_int_equal(aura_breaker_conf_init(&c, 1, 1000, 3), APR_SUCCESS);
+    open_at(&w, &c, 0);
+    run_threads(&w, &c, 2, 1000, &sum);
+    assert_int_equal(sum.to_half_open, 1);
+    assert_int_equal(sum.bad, 0);
+    assert_true(sum.probes > 0);
+    expect_state(w, AURA_BRK_HALF_OPEN, 1, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_conf_init),
+        cmocka_unit_test(test_zero_word),
+        cmocka_unit_test(test_threshold),
+        cmocka_unit_test(test_open_deny),
+        cmocka_unit_test(test_half_open_once),
+        cmocka_unit_test(test_probes_three),
+        cmocka_unit_test(test_probe_success),
+        cmocka_unit_test(test_probe_failure),
+        cmocka_unit_test(test_release),
+        cmocka_unit_test(test_late_pass),
+        cmocka_unit_test(test_clock_wrap),
+        cmocka_unit_test(test_clock_early),
+        cmocka_unit_test(test_saturation),
+        cmocka_unit_test(test_corrupt_state),
+        cmocka_unit_test(test_threads_acquire),
+        cmocka_unit_test(test_threads_failure),
+        cmocka_unit_test(test_threads_churn),
+    };
+
+    return cmocka_run_group_tests_name("breaker", tests, NULL, NULL);
+}
