@@ -36,6 +36,35 @@ aura_start_nats() {
         || aura_die "nats-server did not start on port $2 (see $1/nats.log)"
 }
 
+# Start redis-server on 127.0.0.1 only, without persistence (no RDB, no
+# AOF), with its dir, RUNDIR/redis.pid and RUNDIR/redis.log in RUNDIR;
+# wait until it accepts connections and has written its pid file, then
+# print its port: PORT, or a free one when none is given.
+#   aura_start_redis RUNDIR [PORT]     e.g. port=$(aura_start_redis "$run")
+# In the foreground, not daemonized, like nats-server: when the caller's
+# own shell starts it, aura_stop_pidfile can reap it.  Redis writes its
+# pid file only after it listens, hence the second wait.
+aura_start_redis() {
+    _aura_redis_dir=$(cd "$1" && pwd) || aura_die "no run directory $1"
+    _aura_redis_port=${2:-$(aura_free_port)}
+    rm -f "$_aura_redis_dir/redis.pid"
+    redis-server --bind 127.0.0.1 --port "$_aura_redis_port" \
+        --save '' --appendonly no --daemonize no \
+        --dir "$_aura_redis_dir" --pidfile "$_aura_redis_dir/redis.pid" \
+        --logfile "$_aura_redis_dir/redis.log" >/dev/null 2>&1 &
+    aura_wait_port 127.0.0.1 "$_aura_redis_port" 10 \
+        || aura_die "redis-server did not start on port $_aura_redis_port" \
+                    "(see $_aura_redis_dir/redis.log)"
+    for _i in $(seq 50); do
+        [ -s "$_aura_redis_dir/redis.pid" ] && break
+        sleep 0.1
+    done
+    [ -s "$_aura_redis_dir/redis.pid" ] \
+        || aura_die "redis-server wrote no pid file" \
+                    "(see $_aura_redis_dir/redis.log)"
+    echo "$_aura_redis_port"
+}
+
 # Start the example service and wait until it is subscribed (it writes
 # its pid file only after its subscriptions are flushed to the server):
 # aura_start_service RUNDIR NATS_URL [service options]

@@ -15,6 +15,7 @@
  *                    aura_auth_bearer, aura_route_public,
  *                    aura_route_streaming, aura_cors_preflight.
  *   2026-12-02  1.2  aura_auth_console.
+ *   2026-12-02  1.3  aura_limit_ip, aura_limit_actor.
  */
 #ifndef AURA_H
 #define AURA_H
@@ -30,7 +31,7 @@
  */
 
 #define AURA_API_MAJOR 1
-#define AURA_API_MINOR 2
+#define AURA_API_MINOR 3
 
 /* The export trio, as mod_proxy.h, mod_dbd.h and mod_watchdog.h spell it.
  * The modules are built with -fvisibility=hidden: only what carries
@@ -227,6 +228,24 @@ AURA_DECLARE(int) aura_auth_console(request_rec *r);
  *         filter) or DECLINED when the request is not a preflight.
  */
 AURA_DECLARE(int) aura_cors_preflight(request_rec *r);
+
+/**
+ * Stage 1 of rate limiting: the client address's zone (AuraRateLimit,
+ * else the "default" zone), before any credential is looked at.  Call
+ * first thing in access_checker_ex, for initial requests only.
+ * @return OK, or 429 (ip-rate-limit) with Retry-After and RateLimit
+ *         headers and the problem noted.
+ */
+AURA_DECLARE(int) aura_limit_ip(request_rec *r);
+
+/**
+ * Stage 2: the authenticated actor's quota (AuraActorQuota, or the
+ * project plan's AuraPlanQuota), shared through Redis, else this
+ * instance's share.  Call right after authentication succeeded; a
+ * request without an actor (public routes) passes.
+ * @return OK (RateLimit headers set), or 429 (actor-quota).
+ */
+AURA_DECLARE(int) aura_limit_actor(request_rec *r);
 
 /** @} */
 #endif /* AURA_H */

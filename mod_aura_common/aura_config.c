@@ -71,6 +71,15 @@ void *aura_create_server_conf(apr_pool_t *p, server_rec *s)
     c->cors_headers = NULL;
     c->cors_expose = NULL;
     c->cors_max_age = AURA_UNSET;
+    c->limiter_entries = AURA_UNSET;
+    c->ipv6_prefix = AURA_UNSET;
+    c->instances = AURA_UNSET;
+    c->redis_host = NULL;
+    c->redis_port = AURA_UNSET;
+    c->redis_db = AURA_UNSET;
+    c->redis_timeout = AURA_UNSET;
+    c->redis_retry = AURA_UNSET;
+    c->redis_pool_max = AURA_UNSET;
     return c;
 }
 
@@ -117,6 +126,24 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     c->cors_headers = merge_ptr(base->cors_headers, add->cors_headers);
     c->cors_expose = merge_ptr(base->cors_expose, add->cors_expose);
     c->cors_max_age = merge_int(base->cors_max_age, add->cors_max_age);
+    c->limiter_entries = merge_int(base->limiter_entries,
+                                   add->limiter_entries);
+    c->ipv6_prefix = merge_int(base->ipv6_prefix, add->ipv6_prefix);
+    c->instances = merge_int(base->instances, add->instances);
+    /* Host, port and db are one setting (AuraRedisServer). */
+    if (add->redis_host) {
+        c->redis_host = add->redis_host;
+        c->redis_port = add->redis_port;
+        c->redis_db = add->redis_db;
+    }
+    else {
+        c->redis_host = base->redis_host;
+        c->redis_port = base->redis_port;
+        c->redis_db = base->redis_db;
+    }
+    c->redis_timeout = merge_time(base->redis_timeout, add->redis_timeout);
+    c->redis_retry = merge_time(base->redis_retry, add->redis_retry);
+    c->redis_pool_max = merge_int(base->redis_pool_max, add->redis_pool_max);
     return c;
 }
 
@@ -136,6 +163,9 @@ void *aura_create_dir_conf(apr_pool_t *p, char *dir)
     d->require_role = AURA_UNSET;
     d->key_rotation = AURA_UNSET;
     d->security_headers = NULL;
+    d->zone = NULL;
+    d->quota = NULL;
+    d->plan_quotas = NULL;
     return d;
 }
 
@@ -173,6 +203,17 @@ void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
         d->security_headers = add->security_headers ? add->security_headers
                                                     : base->security_headers;
     }
+    d->zone = merge_ptr(base->zone, add->zone);
+    d->quota = merge_ptr(base->quota, add->quota);
+    /* Per plan, as for the headers: the nearer level wins. */
+    if (base->plan_quotas && add->plan_quotas) {
+        d->plan_quotas = apr_hash_overlay(p, add->plan_quotas,
+                                          base->plan_quotas);
+    }
+    else {
+        d->plan_quotas = add->plan_quotas ? add->plan_quotas
+                                          : base->plan_quotas;
+    }
     return d;
 }
 
@@ -192,10 +233,10 @@ apr_interval_time_t aura_route_timeout(const aura_dir_conf_t *d)
 }
 
 /* Durations: "250ms", "2s", "5" (seconds), within [min, max]. */
-static const char *parse_duration(cmd_parms *cmd, const char *arg,
-                                  apr_interval_time_t min,
-                                  apr_interval_time_t max,
-                                  apr_interval_time_t *out)
+const char *aura_parse_duration(cmd_parms *cmd, const char *arg,
+                                apr_interval_time_t min,
+                                apr_interval_time_t max,
+                                apr_interval_time_t *out)
 {
     apr_interval_time_t t;
 
@@ -211,12 +252,12 @@ static const char *parse_duration(cmd_parms *cmd, const char *arg,
     return NULL;
 }
 
-static const char *global_only(cmd_parms *cmd)
+const char *aura_global_only(cmd_parms *cmd)
 {
     return ap_check_cmd_context(cmd, GLOBAL_ONLY);
 }
 
-static aura_server_conf_t *cmd_server_conf(cmd_parms *cmd)
+aura_server_conf_t *aura_cmd_server_conf(cmd_parms *cmd)
 {
     return ap_get_module_config(cmd->server->module_config,
                                 &aura_common_module);
@@ -271,7 +312,7 @@ static const enum_word_t role_words[] = {
 
 static const char *set_plane(cmd_parms *cmd, void *dummy, const char *arg)
 {
-    aura_server_conf_t *c = cmd_server_conf(cmd);
+    aura_server_conf_t *c = aura_cmd_server_conf(cmd);
 
     (void)dummy;
     if (!cmd->server->is_virtual) {
@@ -285,8 +326,8 @@ static const char *set_plane(cmd_parms *cmd, void *dummy, const char *arg)
 static const char *set_nats_servers(cmd_parms *cmd, void *dummy,
                                     const char *arg)
 {
-    aura_server_conf_t *c = cmd_server_conf(cmd);
-    const char *err = global_only(cmd);
+    aura_server_conf_t *c = aura_cmd_server_conf(cmd);
+    const char *err = aura_global_only(cmd);
 
     (void)dummy;
     if (err) {
@@ -309,38 +350,38 @@ static const char *set_nats_servers(cmd_parms *cmd, void *dummy,
 static const char *set_nats_name(cmd_parms *cmd, void *dummy,
                                  const char *arg)
 {
-    const char *err = global_only(cmd);
+    const char *err = aura_global_only(cmd);
 
     (void)dummy;
     if (err) {
         return err;
     }
-    cmd_server_conf(cmd)->nats_name = arg;
+    aura_cmd_server_conf(cmd)->nats_name = arg;
     return NULL;
 }
 
 static const char *set_nats_time(cmd_parms *cmd, void *dummy,
                                  const char *arg)
 {
-    aura_server_conf_t *c = cmd_server_conf(cmd);
+    aura_server_conf_t *c = aura_cmd_server_conf(cmd);
     /* The field is chosen by the command table's cmd_data offset. */
     apr_interval_time_t *field =
         (apr_interval_time_t *)((char *)c + (apr_size_t)cmd->info);
-    const char *err = global_only(cmd);
+    const char *err = aura_global_only(cmd);
 
     (void)dummy;
     if (err) {
         return err;
     }
-    return parse_duration(cmd, arg, apr_time_from_msec(10), MAX_NATS_WAIT,
-                          field);
+    return aura_parse_duration(cmd, arg, apr_time_from_msec(10),
+                               MAX_NATS_WAIT, field);
 }
 
 static const char *set_nats_max_reconnect(cmd_parms *cmd, void *dummy,
                                           const char *arg)
 {
-    aura_server_conf_t *c = cmd_server_conf(cmd);
-    const char *err = global_only(cmd);
+    aura_server_conf_t *c = aura_cmd_server_conf(cmd);
+    const char *err = aura_global_only(cmd);
     char *end;
     apr_int64_t n;
 
@@ -434,8 +475,8 @@ static const char *set_timeout(cmd_parms *cmd, void *dirv, const char *arg)
 {
     aura_dir_conf_t *d = dirv;
 
-    return parse_duration(cmd, arg, MIN_ROUTE_TIMEOUT, MAX_ROUTE_TIMEOUT,
-                          &d->timeout);
+    return aura_parse_duration(cmd, arg, MIN_ROUTE_TIMEOUT,
+                               MAX_ROUTE_TIMEOUT, &d->timeout);
 }
 
 static const char *set_health_detail(cmd_parms *cmd, void *dirv, int on)
@@ -447,8 +488,8 @@ static const char *set_health_detail(cmd_parms *cmd, void *dirv, int on)
     return NULL;
 }
 
-static const char *parse_int(cmd_parms *cmd, const char *arg, int min,
-                             int max, int *out)
+const char *aura_parse_int(cmd_parms *cmd, const char *arg, int min,
+                           int max, int *out)
 {
     char *end;
     apr_int64_t n = apr_strtoi64(arg, &end, 10);
@@ -464,7 +505,7 @@ static const char *parse_int(cmd_parms *cmd, const char *arg, int min,
 static const char *set_db_params(cmd_parms *cmd, void *dummy,
                                  const char *arg)
 {
-    const char *err = global_only(cmd);
+    const char *err = aura_global_only(cmd);
 
     (void)dummy;
     if (err) {
@@ -476,27 +517,27 @@ static const char *set_db_params(cmd_parms *cmd, void *dummy,
         return apr_psprintf(cmd->pool, "%s: not a libpq conninfo string "
                             "(keyword=value ...)", cmd->cmd->name);
     }
-    cmd_server_conf(cmd)->db_params = arg;
+    aura_cmd_server_conf(cmd)->db_params = arg;
     return NULL;
 }
 
 static const char *set_db_pool_max(cmd_parms *cmd, void *dummy,
                                    const char *arg)
 {
-    const char *err = global_only(cmd);
+    const char *err = aura_global_only(cmd);
 
     (void)dummy;
-    return err ? err : parse_int(cmd, arg, 1, 1024,
-                                 &cmd_server_conf(cmd)->db_pool_max);
+    return err ? err : aura_parse_int(cmd, arg, 1, 1024,
+                                      &aura_cmd_server_conf(cmd)->db_pool_max);
 }
 
 static const char *set_global_time(cmd_parms *cmd, void *dummy,
                                    const char *arg)
 {
-    aura_server_conf_t *c = cmd_server_conf(cmd);
+    aura_server_conf_t *c = aura_cmd_server_conf(cmd);
     apr_interval_time_t *field =
         (apr_interval_time_t *)((char *)c + (apr_size_t)cmd->info);
-    const char *err = global_only(cmd);
+    const char *err = aura_global_only(cmd);
     /* 0 is allowed for the key cache (no caching at all), never for the
      * database budget: without one a query could wait forever. */
     apr_interval_time_t min =
@@ -506,18 +547,19 @@ static const char *set_global_time(cmd_parms *cmd, void *dummy,
     if (err) {
         return err;
     }
-    return parse_duration(cmd, arg, min, apr_time_from_sec(3600), field);
+    return aura_parse_duration(cmd, arg, min, apr_time_from_sec(3600),
+                               field);
 }
 
 static const char *set_key_cache_size(cmd_parms *cmd, void *dummy,
                                       const char *arg)
 {
     int n;
-    const char *err = global_only(cmd);
+    const char *err = aura_global_only(cmd);
 
     (void)dummy;
     if (!err) {
-        err = parse_int(cmd, arg, 16, 1 << 22, &n);
+        err = aura_parse_int(cmd, arg, 16, 1 << 22, &n);
     }
     if (err) {
         return err;
@@ -526,14 +568,14 @@ static const char *set_key_cache_size(cmd_parms *cmd, void *dummy,
         return apr_psprintf(cmd->pool, "%s: %d is not a power of two",
                             cmd->cmd->name, n);
     }
-    cmd_server_conf(cmd)->key_cache_size = n;
+    aura_cmd_server_conf(cmd)->key_cache_size = n;
     return NULL;
 }
 
 static const char *set_cors_list(cmd_parms *cmd, void *dummy,
                                  const char *arg)
 {
-    aura_server_conf_t *c = cmd_server_conf(cmd);
+    aura_server_conf_t *c = aura_cmd_server_conf(cmd);
     const char **field = (const char **)((char *)c + (apr_size_t)cmd->info);
     const char *p;
 
@@ -553,7 +595,8 @@ static const char *set_cors_max_age(cmd_parms *cmd, void *dummy,
                                     const char *arg)
 {
     (void)dummy;
-    return parse_int(cmd, arg, 0, 86400, &cmd_server_conf(cmd)->cors_max_age);
+    return aura_parse_int(cmd, arg, 0, 86400,
+                          &aura_cmd_server_conf(cmd)->cors_max_age);
 }
 
 static const char *set_dir_flag(cmd_parms *cmd, void *dirv, int on)
@@ -600,7 +643,7 @@ static const char *set_security_header(cmd_parms *cmd, void *dirv,
 static const char *add_jwt_source(cmd_parms *cmd, aura_jwt_src_kind_e kind,
                                   const char *path, const char *kid)
 {
-    aura_server_conf_t *c = cmd_server_conf(cmd);
+    aura_server_conf_t *c = aura_cmd_server_conf(cmd);
     aura_jwt_source_t *src;
     const char *err;
 
@@ -650,7 +693,7 @@ static const char *set_jwt_secret_file(cmd_parms *cmd, void *dummy,
 static const char *set_jwks_subject(cmd_parms *cmd, void *dummy,
                                     const char *subject)
 {
-    aura_server_conf_t *c = cmd_server_conf(cmd);
+    aura_server_conf_t *c = aura_cmd_server_conf(cmd);
     aura_jwt_source_t *src;
     int i;
 
@@ -692,14 +735,14 @@ static const char *set_jwt_algs(cmd_parms *cmd, void *dummy,
                             "ES256 HS256; never none)", cmd->cmd->name, args,
                             err ? err : "no algorithm");
     }
-    cmd_server_conf(cmd)->jwt_algs = algs;
+    aura_cmd_server_conf(cmd)->jwt_algs = algs;
     return NULL;
 }
 
 static const char *set_server_time(cmd_parms *cmd, void *dummy,
                                    const char *arg)
 {
-    aura_server_conf_t *c = cmd_server_conf(cmd);
+    aura_server_conf_t *c = aura_cmd_server_conf(cmd);
     apr_interval_time_t *field =
         (apr_interval_time_t *)((char *)c + (apr_size_t)cmd->info);
     /* A zero refresh interval would let made-up kids force a re-read per
@@ -708,13 +751,14 @@ static const char *set_server_time(cmd_parms *cmd, void *dummy,
         field == &c->jwks_refresh ? apr_time_from_sec(1) : 0;
 
     (void)dummy;
-    return parse_duration(cmd, arg, min, apr_time_from_sec(3600), field);
+    return aura_parse_duration(cmd, arg, min, apr_time_from_sec(3600),
+                               field);
 }
 
 static const char *set_server_string(cmd_parms *cmd, void *dummy,
                                      const char *arg)
 {
-    aura_server_conf_t *c = cmd_server_conf(cmd);
+    aura_server_conf_t *c = aura_cmd_server_conf(cmd);
 
     (void)dummy;
     *(const char **)((char *)c + (apr_size_t)cmd->info) = arg;
@@ -725,14 +769,14 @@ static const char *set_jwt_max_len(cmd_parms *cmd, void *dummy,
                                    const char *arg)
 {
     (void)dummy;
-    return parse_int(cmd, arg, 256, 65536,
-                     &cmd_server_conf(cmd)->jwt_max_len);
+    return aura_parse_int(cmd, arg, 256, 65536,
+                     &aura_cmd_server_conf(cmd)->jwt_max_len);
 }
 
 static const char *set_cors_origin(cmd_parms *cmd, void *dummy,
                                    const char *arg)
 {
-    aura_server_conf_t *c = cmd_server_conf(cmd);
+    aura_server_conf_t *c = aura_cmd_server_conf(cmd);
     apr_uri_t uri;
 
     (void)dummy;
@@ -762,7 +806,7 @@ static const char *set_cors_origin(cmd_parms *cmd, void *dummy,
 static const char *set_invalidation_subject(cmd_parms *cmd, void *dummy,
                                             const char *arg)
 {
-    const char *err = global_only(cmd);
+    const char *err = aura_global_only(cmd);
 
     (void)dummy;
     if (err) {
@@ -772,7 +816,7 @@ static const char *set_invalidation_subject(cmd_parms *cmd, void *dummy,
         return apr_psprintf(cmd->pool, "%s: '%s' is not a NATS subject",
                             cmd->cmd->name, arg);
     }
-    cmd_server_conf(cmd)->key_invalidation_subject = arg;
+    aura_cmd_server_conf(cmd)->key_invalidation_subject = arg;
     return NULL;
 }
 
@@ -903,6 +947,51 @@ const command_rec aura_cmds[] = {
     AP_INIT_TAKE2("AuraSecurityHeader", set_security_header, NULL,
                   RSRC_CONF | ACCESS_CONF,
                   "Value of a security header on every response, or off"),
+    AP_INIT_TAKE23("AuraRateLimitZone", aura_set_rate_limit_zone, NULL,
+                   RSRC_CONF,
+                   "A per-address limit (before authentication): name, "
+                   "rate=<n>r/s or r/m, burst=<n>"),
+    AP_INIT_TAKE1("AuraRateLimit", aura_set_rate_limit, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "The AuraRateLimitZone of this VirtualHost or Location, "
+                  "or off"),
+    AP_INIT_TAKE1("AuraRateLimitEntries", aura_set_limit_int,
+                  (void *)APR_OFFSETOF(aura_server_conf_t, limiter_entries),
+                  RSRC_CONF,
+                  "Client addresses the shared limiter table tracks at "
+                  "once (16 bytes each)"),
+    AP_INIT_TAKE1("AuraRateLimitIPv6Prefix", aura_set_limit_int,
+                  (void *)APR_OFFSETOF(aura_server_conf_t, ipv6_prefix),
+                  RSRC_CONF,
+                  "Leading bits of an IPv6 client address that make one "
+                  "rate-limit key"),
+    AP_INIT_TAKE12("AuraActorQuota", aura_set_actor_quota, NULL,
+                   RSRC_CONF | ACCESS_CONF,
+                   "Requests an authenticated actor may make per window "
+                   "(e.g. 1000 60s), or off"),
+    AP_INIT_TAKE3("AuraPlanQuota", aura_set_plan_quota, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "The actor quota of the projects on one plan: plan, "
+                  "requests, window"),
+    AP_INIT_TAKE1("AuraInstances", aura_set_limit_int,
+                  (void *)APR_OFFSETOF(aura_server_conf_t, instances),
+                  RSRC_CONF,
+                  "Gateway instances sharing the actor quotas: without "
+                  "Redis each enforces its share"),
+    AP_INIT_TAKE1("AuraRedisServer", aura_set_redis_server, NULL, RSRC_CONF,
+                  "Redis holding the shared actor quotas: host:port[/db]"),
+    AP_INIT_TAKE1("AuraRedisTimeout", aura_set_redis_time,
+                  (void *)APR_OFFSETOF(aura_server_conf_t, redis_timeout),
+                  RSRC_CONF,
+                  "Budget of one Redis connect and of one command"),
+    AP_INIT_TAKE1("AuraRedisRetryInterval", aura_set_redis_time,
+                  (void *)APR_OFFSETOF(aura_server_conf_t, redis_retry),
+                  RSRC_CONF,
+                  "How long the local fallback serves after a Redis "
+                  "failure before Redis is tried again"),
+    AP_INIT_TAKE1("AuraRedisPoolMax", aura_set_limit_int,
+                  (void *)APR_OFFSETOF(aura_server_conf_t, redis_pool_max),
+                  RSRC_CONF, "Redis connections per child process, at most"),
     {NULL}
 };
 

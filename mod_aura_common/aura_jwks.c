@@ -389,6 +389,7 @@ static aura_jwt_result_e verify(request_rec *r, aura_jwt_state_t *st,
     aura_jwt_result_e res;
 
     pol.now = apr_time_now();
+    aura_count(AURA_CTR_JWT_VERIFY);
     apr_thread_rwlock_rdlock(st->lock);
     res = aura_jwt_verify(r->pool, st->keys, &pol, token, claims);
     apr_thread_rwlock_unlock(st->lock);

@@ -131,7 +131,11 @@ apr_status_t aura_keystore_lookup(request_rec *r, const char *key,
 
     memset(&e, 0, sizeof(e));
     aura_apikey_hash(key, e.hash);
-    if (!cache_get(e.hash, now, &e)) {
+    if (cache_get(e.hash, now, &e)) {
+        aura_count(AURA_CTR_KEY_HITS);
+    }
+    else {
+        aura_count(AURA_CTR_KEY_MISSES);
         rv = lookup_db(r, e.hash, &e);
         if (rv != APR_SUCCESS) {
             return rv;

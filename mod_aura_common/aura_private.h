@@ -8,10 +8,13 @@
 #define AURA_PRIVATE_H
 
 #include "aura.h"
+#include "aura_gcra.h"
+#include "aura_limiter.h"
 
 #include "http_log.h"
 #include "apr_shm.h"
 #include "apr_global_mutex.h"
+#include "apr_hash.h"
 
 APLOG_USE_MODULE(aura_common);
 extern module AP_MODULE_DECLARE_DATA aura_common_module;
@@ -77,7 +80,40 @@ typedef struct {
     int key_rotation;             /* AuraKeyRotation, AURA_UNSET */
     apr_table_t *security_headers;/* AuraSecurityHeader: name -> value
                                      ("off" removes); NULL = unset */
+    const struct aura_zone_t *zone;   /* AuraRateLimit; NULL = unset,
+                                         &aura_zone_off = off */
+    const struct aura_quota_t *quota; /* AuraActorQuota; NULL = unset,
+                                         &aura_quota_off = off */
+    apr_hash_t *plan_quotas;          /* AuraPlanQuota: plan -> quota */
 } aura_dir_conf_t;
+
+/* A stage-1 zone (AuraRateLimitZone), as nginx's limit_req_zone: global,
+ * named, picked by Locations.  The name is part of the hashed key, so a
+ * zone keeps its clients' state across graceful restarts even if zones
+ * are reordered. */
+typedef struct aura_zone_t {
+    const char *name;
+    apr_uint64_t rate;          /* requests per period */
+    apr_uint64_t period_s;      /* 1 (r/s) or 60 (r/m) */
+    apr_uint64_t burst;
+    aura_gcra_t gcra;
+    const char *defined_at;     /* file:line, NULL for the built-in */
+} aura_zone_t;
+
+/* A stage-2 quota (AuraActorQuota, AuraPlanQuota). */
+typedef struct aura_quota_t {
+    apr_int64_t limit;          /* requests per window */
+    apr_int64_t window_s;
+} aura_quota_t;
+
+extern const aura_zone_t aura_zone_off;
+extern const aura_quota_t aura_quota_off;
+
+#define AURA_DEFAULT_ZONE            "default"
+#define AURA_DEFAULT_ZONE_RATE       100
+#define AURA_DEFAULT_ZONE_BURST      1000
+#define AURA_DEFAULT_LIMITER_ENTRIES 65536
+#define AURA_DEFAULT_IPV6_PREFIX     64
 
 typedef struct {
     int plane;                             /* aura_plane_e, AURA_UNSET */
@@ -107,6 +143,18 @@ typedef struct {
     const char *cors_headers;
     const char *cors_expose;
     int cors_max_age;
+    /* Rate limits (aura_ratelimit.c).  Zones live in the config pool
+     * (aura_zones()), not here: they are global. */
+    int limiter_entries;                   /* AuraRateLimitEntries */
+    int ipv6_prefix;                       /* AuraRateLimitIPv6Prefix */
+    int instances;                         /* AuraInstances */
+    /* Redis, for the actor quota (aura_redis.c); host NULL = no Redis. */
+    const char *redis_host;                /* AuraRedisServer */
+    int redis_port;
+    int redis_db;
+    apr_interval_time_t redis_timeout;     /* AuraRedisTimeout */
+    apr_interval_time_t redis_retry;       /* AuraRedisRetryInterval */
+    int redis_pool_max;                    /* AuraRedisPoolMax */
 } aura_server_conf_t;
 
 /* One AuraJWTKeyFile / AuraJWTSecretFile, read at config time. */
@@ -165,6 +213,28 @@ typedef struct {
 
 #define AURA_NATS_RECONNECT_UNSET (-2)
 
+#define AURA_DEFAULT_REDIS_TIMEOUT   apr_time_from_msec(100)
+#define AURA_DEFAULT_REDIS_RETRY     apr_time_from_sec(1)
+#define AURA_DEFAULT_REDIS_POOL_MAX  8
+
+/* aura_redis.c: the per-child Redis pool and the sliding-window script
+ * of the actor quota (DESIGN.md section 8). */
+typedef struct {
+    int admitted;
+    apr_int64_t limit;          /* the limit the script applied */
+    apr_int64_t remaining;      /* requests left in the window (>= 0) */
+    apr_int64_t reset_ms;       /* ms until the current window ends */
+    apr_int64_t retry_after_ms; /* refused: ms until one would pass */
+} aura_quota_result_t;
+void aura_redis_child_init(apr_pool_t *pchild, server_rec *s);
+int aura_redis_configured(void);
+/* One check-and-count of key against limit per window_ms.  APR_SUCCESS
+ * with *out filled, or an error status (connect, timeout, bad reply):
+ * the caller then falls back and feeds the Redis breaker. */
+apr_status_t aura_redis_quota(request_rec *r, const char *key,
+                              apr_int64_t limit, apr_int64_t window_ms,
+                              aura_quota_result_t *out);
+
 /* aura_config.c */
 extern const command_rec aura_cmds[];
 void *aura_create_server_conf(apr_pool_t *p, server_rec *s);
@@ -176,6 +246,34 @@ int aura_check_config(apr_pool_t *pconf, apr_pool_t *plog,
 aura_dir_conf_t *aura_dir_conf(request_rec *r);
 aura_server_conf_t *aura_server_conf(const server_rec *s);
 apr_interval_time_t aura_route_timeout(const aura_dir_conf_t *d);
+/* Argument parsers the directive handlers of every file share. */
+const char *aura_parse_duration(cmd_parms *cmd, const char *arg,
+                                apr_interval_time_t min,
+                                apr_interval_time_t max,
+                                apr_interval_time_t *out);
+const char *aura_parse_int(cmd_parms *cmd, const char *arg, int min,
+                           int max, int *out);
+const char *aura_global_only(cmd_parms *cmd);
+aura_server_conf_t *aura_cmd_server_conf(cmd_parms *cmd);
+
+/* aura_limitconf.c: the rate-limit and Redis directives. */
+apr_array_header_t *aura_zones(apr_pool_t *pconf);
+const char *aura_set_rate_limit_zone(cmd_parms *cmd, void *dummy,
+                                     const char *name, const char *rate,
+                                     const char *burst);
+const char *aura_set_rate_limit(cmd_parms *cmd, void *dirv,
+                                const char *arg);
+const char *aura_set_actor_quota(cmd_parms *cmd, void *dirv,
+                                 const char *limit, const char *window);
+const char *aura_set_plan_quota(cmd_parms *cmd, void *dirv,
+                                const char *plan, const char *limit,
+                                const char *window);
+const char *aura_set_limit_int(cmd_parms *cmd, void *dummy,
+                               const char *arg);
+const char *aura_set_redis_server(cmd_parms *cmd, void *dummy,
+                                  const char *arg);
+const char *aura_set_redis_time(cmd_parms *cmd, void *dummy,
+                                const char *arg);
 
 /* aura_shm.c: the one segment that outlives graceful restarts. */
 typedef struct aura_shm_header_t aura_shm_header_t;
@@ -183,7 +281,39 @@ apr_status_t aura_shm_pre_config(apr_pool_t *pconf);
 apr_status_t aura_shm_post_config(apr_pool_t *pconf, server_rec *s);
 apr_status_t aura_shm_child_init(apr_pool_t *pchild, server_rec *s);
 aura_shm_header_t *aura_shm(void);
-void aura_shm_count_request(void);
+
+/* Counters summed across children (metrics, /health detail, tests). */
+typedef enum {
+    AURA_CTR_REQUESTS = 0,     /* requests claimed by a plane */
+    AURA_CTR_KEY_HITS,         /* API key found in the child's cache */
+    AURA_CTR_KEY_MISSES,       /* API key looked up in Postgres */
+    AURA_CTR_JWT_VERIFY,       /* bearer token signatures checked */
+    AURA_CTR_IP_REJECTED,      /* 429 from stage 1 */
+    AURA_CTR_IP_TABLE_FULL,    /* admitted: no slot in the table */
+    AURA_CTR_ACTOR_REJECTED,   /* 429 from stage 2 */
+    AURA_CTR_ACTOR_REDIS,      /* stage 2 decided by Redis */
+    AURA_CTR_ACTOR_FALLBACK,   /* stage 2 decided by the local share */
+    AURA_CTR_REDIS_ERRORS,     /* failed Redis calls */
+    AURA_CTR_COUNT
+} aura_counter_e;
+void aura_count(aura_counter_e c);
+
+/* Circuit breaker words (aura_breaker.h), one per protected upstream. */
+#define AURA_BREAKER_REDIS 0
+#define AURA_BREAKERS      16
+volatile apr_uint64_t *aura_shm_breaker(int i);
+
+/* Shared flags and timestamps for log-once decisions. */
+typedef enum {
+    AURA_FLAG_REDIS_DOWN = 0,  /* 1 while the quota runs on the fallback */
+    AURA_FLAG_FULL_LOGGED,     /* second of the last "table full" line */
+    AURA_FLAG_COUNT
+} aura_flag_e;
+volatile apr_uint64_t *aura_shm_flag(aura_flag_e f);
+
+/* The stage-1 table and the key of its hash. */
+aura_limiter_slot_t *aura_shm_limiter(apr_uint64_t *sets);
+const unsigned char *aura_shm_hash_key(void);
 /** Fill a JSON object with the segment's identity and counters. */
 struct json_t;
 void aura_shm_describe(struct json_t *obj);
@@ -233,6 +363,25 @@ typedef struct {
 } aura_shm_jwks_t;
 aura_shm_jwks_t *aura_shm_jwks(int slot);
 apr_global_mutex_t *aura_shm_mutex(void);
+
+/* aura_ratelimit.c: stage 1, and what both stages share. */
+apr_status_t aura_ratelimit_post_config(apr_pool_t *pconf, server_rec *s);
+apr_uint64_t aura_clock_ns(void);
+apr_uint64_t aura_ceil_div(apr_uint64_t a, apr_uint64_t b);
+/* Keyed hash (the segment's secret) of a stage tag, a name, bytes. */
+apr_uint64_t aura_limiter_key(const char *tag, const char *name,
+                              const unsigned char *bytes, apr_size_t n);
+/* Count and log (once a minute) a request admitted for want of a slot. */
+void aura_limiter_full(request_rec *r);
+/* Sets header to fmt with a policy name and two numbers. */
+void aura_limit_header(request_rec *r, const char *name, const char *fmt,
+                       const char *policy, apr_uint64_t a, apr_uint64_t b);
+/* The 429: Retry-After, RateLimit with r=0, the problem noted. */
+int aura_limit_refuse(request_rec *r, const char *type, const char *policy,
+                      apr_uint64_t retry_s, const char *why);
+
+/* aura_quota.c: stage 2. */
+apr_status_t aura_quota_post_config(apr_pool_t *pconf, server_rec *s);
 
 /* aura_auth.c */
 void aura_take_query_key(request_rec *r, aura_request_t *rq);

@@ -65,7 +65,7 @@ AURA_DECLARE(aura_request_t *) aura_request_begin(request_rec *r,
     aura_take_query_key(r, rq);
     /* err_headers_out: on every response, errors included. */
     apr_table_setn(r->err_headers_out, "X-Request-Id", rq->request_id);
-    aura_shm_count_request();
+    aura_count(AURA_CTR_REQUESTS);
     return rq;
 }
 

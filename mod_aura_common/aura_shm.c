@@ -28,7 +28,7 @@
 #include <jansson.h>
 
 #define AURA_SHM_MAGIC    0x41555241u /* "AURA" */
-#define AURA_SHM_LAYOUT   2u
+#define AURA_SHM_LAYOUT   3u
 #define AURA_MUTEX_TYPE   "aura-shm"
 #define AURA_RETAINED_KEY "mod_aura_common-shm"
 
@@ -41,9 +41,9 @@
  *   +-----------------------------+ JWKS_OFFSET = APR_ALIGN(header, 64)
  *   | aura_shm_jwks_t [16]        |  one JWKS document per VirtualHost
  *   |                             |  (version, last refresh, bytes)
- *   +-----------------------------+ APR_ALIGN(..., 64)
- *   | (later: breaker, limiter,   |
- *   |  metrics tables)            |
+ *   +-----------------------------+ LIMITER_OFFSET = APR_ALIGN(..., 64)
+ *   | aura_limiter_slot_t         |  the rate limiters' GCRA table:
+ *   |   [sets * 8]                |  AuraRateLimitEntries rounded up
  *   +-----------------------------+ size
  */
 struct aura_shm_header_t {
@@ -55,7 +55,10 @@ struct aura_shm_header_t {
     char id[33];                     /* hex of 16 random bytes */
     char pad[7];
     volatile apr_uint64_t configs;   /* configuration passes seen */
-    volatile apr_uint64_t requests;  /* requests claimed by a plane */
+    apr_uint64_t limiter_sets;       /* sets of the limiter table */
+    volatile apr_uint64_t counters[AURA_CTR_COUNT];
+    volatile apr_uint64_t breakers[AURA_BREAKERS];
+    volatile apr_uint64_t flags[AURA_FLAG_COUNT];
 };
 
 _Static_assert(sizeof(apr_uint64_t) == 8 && __atomic_always_lock_free(8, 0),
@@ -72,11 +75,61 @@ static aura_shm_header_t *shm_base;
 static apr_global_mutex_t *shm_mutex;
 
 #define JWKS_OFFSET APR_ALIGN(sizeof(aura_shm_header_t), 64)
+#define LIMITER_OFFSET \
+    APR_ALIGN(JWKS_OFFSET + AURA_JWKS_SLOTS * sizeof(aura_shm_jwks_t), 64)
 
-static apr_size_t segment_size(void)
+/* Names in aura_shm_describe(), indexed by aura_counter_e. */
+static const char *const counter_names[AURA_CTR_COUNT] = {
+    "requests", "key_cache_hits", "key_cache_misses", "jwt_verifications",
+    "ip_rejected", "ip_table_full", "actor_rejected", "actor_redis",
+    "actor_fallback", "redis_errors"
+};
+
+static apr_uint64_t limiter_sets(server_rec *s)
 {
-    return APR_ALIGN(JWKS_OFFSET + AURA_JWKS_SLOTS * sizeof(aura_shm_jwks_t),
-                     64);
+    int entries = aura_server_conf(s)->limiter_entries;
+
+    return aura_limiter_sets(entries != AURA_UNSET
+                             ? (apr_uint64_t)entries
+                             : AURA_DEFAULT_LIMITER_ENTRIES);
+}
+
+static apr_size_t segment_size(apr_uint64_t sets)
+{
+    return APR_ALIGN(LIMITER_OFFSET + sets * AURA_LIMITER_WAYS
+                     * sizeof(aura_limiter_slot_t), 64);
+}
+
+aura_limiter_slot_t *aura_shm_limiter(apr_uint64_t *sets)
+{
+    if (!shm_base) {
+        return NULL;
+    }
+    *sets = shm_base->limiter_sets;
+    return (aura_limiter_slot_t *)((char *)shm_base + LIMITER_OFFSET);
+}
+
+volatile apr_uint64_t *aura_shm_breaker(int i)
+{
+    return shm_base && i >= 0 && i < AURA_BREAKERS ? &shm_base->breakers[i]
+                                                   : NULL;
+}
+
+volatile apr_uint64_t *aura_shm_flag(aura_flag_e f)
+{
+    return shm_base ? &shm_base->flags[f] : NULL;
+}
+
+const unsigned char *aura_shm_hash_key(void)
+{
+    return shm_base ? shm_base->hash_key : NULL;
+}
+
+void aura_count(aura_counter_e c)
+{
+    if (shm_base) {
+        apr_atomic_inc64(&shm_base->counters[c]);
+    }
 }
 
 aura_shm_jwks_t *aura_shm_jwks(int slot)
@@ -99,7 +152,7 @@ apr_status_t aura_shm_pre_config(apr_pool_t *pconf)
 }
 
 static apr_status_t build_segment(aura_shm_retained_t *ret, apr_size_t size,
-                                  server_rec *s)
+                                  apr_uint64_t sets, server_rec *s)
 {
     aura_shm_header_t *h;
     unsigned char rnd[16];
@@ -116,6 +169,7 @@ static apr_status_t build_segment(aura_shm_retained_t *ret, apr_size_t size,
     h->magic = AURA_SHM_MAGIC;
     h->layout = AURA_SHM_LAYOUT;
     h->size = size;
+    h->limiter_sets = sets;
     h->created = apr_time_now();
     rv = apr_generate_random_bytes(h->hash_key, sizeof(h->hash_key));
     if (rv == APR_SUCCESS) {
@@ -137,7 +191,8 @@ static apr_status_t build_segment(aura_shm_retained_t *ret, apr_size_t size,
 apr_status_t aura_shm_post_config(apr_pool_t *pconf, server_rec *s)
 {
     aura_shm_retained_t *ret;
-    apr_size_t size = segment_size();
+    apr_uint64_t sets = limiter_sets(s);
+    apr_size_t size = segment_size(sets);
     apr_status_t rv;
 
     ret = ap_retained_data_get(AURA_RETAINED_KEY);
@@ -155,7 +210,7 @@ apr_status_t aura_shm_post_config(apr_pool_t *pconf, server_rec *s)
         ret->shm = NULL;
     }
     if (!ret->shm) {
-        rv = build_segment(ret, size, s);
+        rv = build_segment(ret, size, sets, s);
         if (rv != APR_SUCCESS) {
             ap_log_error(APLOG_MARK, APLOG_EMERG, rv, s, AURA_LOGNO(00003)
                          "cannot create the shared segment of %"
@@ -199,15 +254,10 @@ aura_shm_header_t *aura_shm(void)
     return shm_base;
 }
 
-void aura_shm_count_request(void)
-{
-    if (shm_base) {
-        apr_atomic_inc64(&shm_base->requests);
-    }
-}
-
 void aura_shm_describe(json_t *obj)
 {
+    int i;
+
     if (!shm_base) {
         return;
     }
@@ -220,7 +270,12 @@ void aura_shm_describe(json_t *obj)
     json_object_set_new(obj, "configs",
                         json_integer((json_int_t)
                                      apr_atomic_read64(&shm_base->configs)));
-    json_object_set_new(obj, "requests",
-                        json_integer((json_int_t)
-                                     apr_atomic_read64(&shm_base->requests)));
+    json_object_set_new(obj, "limiter_entries",
+                        json_integer((json_int_t)(shm_base->limiter_sets
+                                                  * AURA_LIMITER_WAYS)));
+    for (i = 0; i < AURA_CTR_COUNT; i++) {
+        json_object_set_new(obj, counter_names[i],
+                            json_integer((json_int_t)apr_atomic_read64(
+                                &shm_base->counters[i])));
+    }
 }

@@ -36,7 +36,9 @@ static int aura_post_config(apr_pool_t *pconf, apr_pool_t *plog,
         return OK;
     }
     if (aura_shm_post_config(pconf, s) != APR_SUCCESS
-        || aura_jwks_post_config(pconf, s) != APR_SUCCESS) {
+        || aura_jwks_post_config(pconf, s) != APR_SUCCESS
+        || aura_ratelimit_post_config(pconf, s) != APR_SUCCESS
+        || aura_quota_post_config(pconf, s) != APR_SUCCESS) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, AURA_LOGNO(00007)
@@ -52,6 +54,7 @@ static void aura_child_init(apr_pool_t *pchild, server_rec *s)
     aura_db_child_init(pchild, s);
     aura_keystore_child_init(pchild, s);
     aura_jwks_child_init(pchild, s);
+    aura_redis_child_init(pchild, s);
 }
 
 static void aura_register_hooks(apr_pool_t *p)

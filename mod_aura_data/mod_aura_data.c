@@ -13,10 +13,11 @@
  *                      credential is asked for
  *   translate_name     FIRST, before mod_proxy and mod_rewrite: claim a
  *                      service Location
- *   access_checker_ex  FIRST: the API key (mandatory but on AuraPublic
- *                      Locations), then the optional JWT.  It returns
- *                      DECLINED on success, so the operator's own
- *                      Require rules still apply after it.
+ *   access_checker_ex  FIRST: the per-address limit (every Location),
+ *                      then the API key (mandatory but on AuraPublic
+ *                      Locations), the optional JWT and the actor
+ *                      quota.  It returns DECLINED on success, so the
+ *                      operator's own Require rules still apply.
  */
 #include "httpd.h"
 #include "http_config.h"
@@ -70,16 +71,27 @@ static int data_check_access(request_rec *r)
     int rc;
 
     /* Subrequests and internal redirects inherit the initial request's
-     * verified identity (aura_request_get follows r->prev). */
+     * verified identity (aura_request_get follows r->prev) and were
+     * counted once by the limiters. */
     if (aura_server_plane(r->server) != AURA_PLANE_DATA
-        || !ap_is_initial_req(r) || aura_route_public(r)) {
+        || !ap_is_initial_req(r)) {
         return DECLINED;
+    }
+    /* Per address first, public routes included: a flood is turned
+     * away before any key lookup or signature check. */
+    rc = aura_limit_ip(r);
+    if (rc != OK || aura_route_public(r)) {
+        return rc == OK ? DECLINED : rc;
     }
     rc = aura_auth_apikey(r, aura_route_streaming(r));
     if (rc != OK) {
         return rc;
     }
     rc = aura_auth_bearer(r);
+    if (rc != OK && rc != DECLINED) {
+        return rc;
+    }
+    rc = aura_limit_actor(r);
     return rc == OK ? DECLINED : rc;
 }
 

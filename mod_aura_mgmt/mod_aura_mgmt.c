@@ -13,9 +13,11 @@
  *                      before any credential is asked for
  *   translate_name     FIRST, before mod_proxy and mod_rewrite: claim a
  *                      service Location
- *   access_checker_ex  FIRST: the console token, then the subject's role
- *                      in the organization concerned, from Postgres on
- *                      every request (fail closed: 401, 403, 503).  It
+ *   access_checker_ex  FIRST: the per-address limit, the console
+ *                      token, then the subject's role in the
+ *                      organization concerned, from Postgres on every
+ *                      request (fail closed: 401, 403, 503), then the
+ *                      actor quota.  It
  *                      returns DECLINED on success, so the operator's
  *                      own Require rules still apply after it.
  */
@@ -71,10 +73,17 @@ static int mgmt_check_access(request_rec *r)
     int rc;
 
     if (aura_server_plane(r->server) != AURA_PLANE_MGMT
-        || !ap_is_initial_req(r) || aura_route_public(r)) {
+        || !ap_is_initial_req(r)) {
         return DECLINED;
     }
+    rc = aura_limit_ip(r);
+    if (rc != OK || aura_route_public(r)) {
+        return rc == OK ? DECLINED : rc;
+    }
     rc = aura_auth_console(r);
+    if (rc == OK) {
+        rc = aura_limit_actor(r);
+    }
     return rc == OK ? DECLINED : rc;
 }
 

@@ -3,7 +3,8 @@
 # Aura::Test: helpers shared by the .t files: the example service's
 # execution counter, NATS stop/start, bounded polling, problem+json checks,
 # SQL on the key store (the PostgreSQL cluster build/run-suite started)
-# and its stop/start.
+# and its stop/start, redis-cli on the actor quota's Redis and its
+# stop/start.
 package Aura::Test;
 
 use strict;
@@ -19,7 +20,8 @@ use Apache::TestUtil qw(t_cmp);
 
 our @EXPORT_OK = qw(private_httpd free_port default_key ANON_KEY mint console_token default_console exec_count new_reqid wait_until problem_ok natsreq
                     nats_stop nats_start t_dir json_body error_log_since
-                    error_log_size psql pg_stop pg_start);
+                    error_log_size psql pg_stop pg_start
+                    redis_cli redis_stop redis_start);
 
 sub t_dir { Apache::Test::vars('t_dir') }
 
@@ -290,6 +292,99 @@ sub pg_start {
     pg_shell('aura_pg_ctl_start "$1" "$2"', $ENV{AURA_TEST_RUN},
              $ENV{AURA_TEST_PG_PORT})
         or die "PostgreSQL did not start on port $ENV{AURA_TEST_PG_PORT}";
+}
+
+# --- Redis: the actor quota's server build/run-suite started -------------
+
+sub redis_port {
+    return $ENV{AURA_TEST_REDIS_PORT}
+        || die "AURA_TEST_REDIS_PORT is not set (run through build/run-suite)";
+}
+
+sub redis_pidfile {
+    return $ENV{AURA_TEST_REDIS_PIDFILE} || "$ENV{AURA_TEST_RUN}/redis.pid";
+}
+
+# Runs redis-cli with @args (no shell: each argument is one word) on the
+# suite's Redis and returns its output without the final newline; in
+# list context, one element per line.  E.g.
+#   my @keys = redis_cli('--scan', '--pattern', 'aura:q:*');
+#   redis_cli('flushall');
+# An error reply is output like any other ("ERR ..."); dies when
+# redis-cli cannot run or cannot connect (Redis stopped).
+sub redis_cli {
+    my @args = @_;
+    my @cmd = ('redis-cli', '-h', '127.0.0.1', '-p', redis_port(), @args);
+    require File::Temp;
+    my $err = File::Temp->new;
+    my $pid = open(my $fh, '-|');
+    die "fork: $!" unless defined $pid;
+    if (!$pid) {
+        # _exit: the child must not run the test's END blocks.  No stdin:
+        # redis-cli would read a last argument from it.
+        open(STDIN, '<', '/dev/null') or POSIX::_exit(127);
+        open(STDERR, '>&', $err) or POSIX::_exit(127);
+        exec(@cmd) or do {
+            print STDERR "cannot run $cmd[0]: $!\n";
+            POSIX::_exit(127);
+        };
+    }
+    local $/;
+    my $out = <$fh>;
+    close $fh;
+    my $rc = $?;
+    if ($rc) {
+        seek($err, 0, 0);
+        my $msg = <$err>;
+        $msg = '' unless defined $msg;
+        $msg =~ s/\s+\z//;
+        die "redis-cli @args failed (exit " . ($rc >> 8) . "): $msg\n";
+    }
+    $out = '' unless defined $out;
+    $out =~ s/\n\z//;
+    return wantarray ? split(/\n/, $out) : $out;
+}
+
+# Is process $pid alive?  A zombie is not (if it is our child, reap it).
+sub pid_alive {
+    my ($pid) = @_;
+    return 0 if waitpid($pid, POSIX::WNOHANG()) == $pid;
+    return 0 unless kill(0, $pid);
+    open(my $fh, '<', "/proc/$pid/stat") or return 0;
+    my $stat = <$fh>;
+    close $fh;
+    return !(defined $stat && $stat =~ /\) Z /);
+}
+
+# Stops and starts the SAME Redis (port $AURA_TEST_REDIS_PORT, run
+# directory $AURA_TEST_RUN): a test can prove that the gateway falls
+# back while Redis is down and uses it again once it is back.  Redis
+# keeps nothing on disk: it comes back empty, without the counters and
+# without the quota script (the gateway's EVALSHA then gets NOSCRIPT).
+# redis_stop sends SIGTERM to the pid of its pid file and returns once
+# the process is gone; redis_start starts it with build/lib.sh's
+# aura_start_redis, as build/run-suite did, and returns once it accepts
+# connections.  Both die on failure.
+sub redis_stop {
+    my $file = redis_pidfile();
+    open(my $fh, '<', $file) or die "no redis pid file $file: $!";
+    my $pid = <$fh>;
+    close $fh;
+    die "no pid in $file" unless defined $pid && $pid =~ /^(\d+)\s*$/;
+    $pid = $1;
+    kill 'TERM', $pid;
+    wait_until(10, sub { !pid_alive($pid) })
+        or die "redis-server $pid did not stop";
+    # Redis removes its pid file itself, but not if it was killed.
+    unlink $file;
+}
+
+sub redis_start {
+    my $run = $ENV{AURA_TEST_RUN} or die 'AURA_TEST_RUN is not set';
+    my $port = redis_port();
+    # pg_shell runs any function of build/lib.sh.
+    pg_shell('aura_start_redis "$1" "$2" >/dev/null', $run, $port)
+        or die "redis-server did not start on port $port";
 }
 
 sub error_log_path { t_dir() . '/logs/error_log' }

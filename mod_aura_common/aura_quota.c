@@ -1,0 +1,199 @@
+/* Licensed under the Apache License, Version 2.0 (see LICENSE).
+ *
+ * aura_quota.c: stage 2 of rate limiting, the product quota of an
+ * authenticated actor (an API key, or the user of a bearer token),
+ * after authentication (DESIGN.md section 2).
+ *
+ * Shared by every gateway instance through one Lua script in Redis
+ * (aura_redis.c), a sliding-window counter.  Redis sits behind a breaker
+ * in the shared segment: after a failure every child decides locally,
+ * from the shared table of aura_limiter.c, with this instance's share of
+ * the limit (limit / AuraInstances), until AuraRedisRetryInterval has
+ * passed and one probe finds Redis answering again.  An outage thus
+ * neither opens the gates nor locks everyone out, and the switch is
+ * logged once each way, not per request.
+ */
+#include "aura_private.h"
+#include "aura_breaker_fsm.h"
+
+#include "apr_atomic.h"
+#include "apr_strings.h"
+
+#define NS_PER_MS APR_UINT64_C(1000000)
+
+/* Written in post_config only. */
+static aura_breaker_conf_t redis_breaker;
+
+apr_status_t aura_quota_post_config(apr_pool_t *pconf, server_rec *s)
+{
+    apr_interval_time_t retry = aura_server_conf(s)->redis_retry;
+
+    (void)pconf;
+    if (retry == AURA_UNSET) {
+        retry = AURA_DEFAULT_REDIS_RETRY;
+    }
+    /* One failed call is enough evidence: each one costs an
+     * authenticated request up to AuraRedisTimeout. */
+    return aura_breaker_conf_init(&redis_breaker, 1,
+                                  (apr_uint32_t)apr_time_as_msec(retry), 1);
+}
+
+static const aura_quota_t *pick_quota(const aura_dir_conf_t *d,
+                                      const char *plan)
+{
+    const aura_quota_t *q = NULL;
+
+    if (d->quota == &aura_quota_off) {
+        return NULL;
+    }
+    if (plan && d->plan_quotas) {
+        q = apr_hash_get(d->plan_quotas, plan, APR_HASH_KEY_STRING);
+    }
+    return q ? q : d->quota;
+}
+
+static void redis_state_change(request_rec *r, int down, apr_status_t rv)
+{
+    volatile apr_uint64_t *flag = aura_shm_flag(AURA_FLAG_REDIS_DOWN);
+    const aura_server_conf_t *c = aura_server_conf(r->server);
+    int instances = c->instances != AURA_UNSET ? c->instances : 1;
+
+    if (down && apr_atomic_cas64(flag, 1, 0) == 0) {
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, rv, r, AURA_LOGNO(00082)
+                      "Redis %s:%d unreachable: actor quotas are enforced "
+                      "locally, each instance allowing 1/%d of the limit, "
+                      "until Redis answers again", c->redis_host,
+                      c->redis_port, instances);
+    }
+    else if (!down && apr_atomic_read64(flag)
+             && apr_atomic_cas64(flag, 0, 1) == 1) {
+        ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, r, AURA_LOGNO(00083)
+                      "Redis %s:%d answers again: actor quotas are shared "
+                      "across instances", c->redis_host, c->redis_port);
+    }
+}
+
+static apr_uint32_t now_ms(void)
+{
+    return (apr_uint32_t)(aura_clock_ns() / NS_PER_MS);
+}
+
+/* APR_SUCCESS when Redis decided; otherwise the caller falls back. */
+static apr_status_t decide_redis(request_rec *r, const char *id,
+                                 const aura_quota_t *q,
+                                 aura_quota_result_t *out)
+{
+    volatile apr_uint64_t *word = aura_shm_breaker(AURA_BREAKER_REDIS);
+    aura_breaker_ticket_e t;
+    apr_status_t rv;
+
+    if (!aura_redis_configured() || !word) {
+        return APR_ENOTIMPL;
+    }
+    t = aura_breaker_acquire(word, &redis_breaker, now_ms(), NULL, NULL);
+    if (t == AURA_BRK_DENY) {
+        return APR_EAGAIN;
+    }
+    /* The hash tag keeps both windows of an actor in one cluster slot;
+     * the window length is part of the key because the script numbers
+     * windows by it. */
+    rv = aura_redis_quota(r, apr_psprintf(r->pool, "aura:q:{%s}:%"
+                                          APR_INT64_T_FMT, id, q->window_s),
+                          q->limit, q->window_s * 1000, out);
+    if (rv == APR_SUCCESS) {
+        aura_breaker_success(word, &redis_breaker, t, now_ms());
+        redis_state_change(r, 0, rv);
+        aura_count(AURA_CTR_ACTOR_REDIS);
+        return APR_SUCCESS;
+    }
+    aura_count(AURA_CTR_REDIS_ERRORS);
+    if (aura_breaker_failure(word, &redis_breaker, t, now_ms())
+        == AURA_BRK_TO_OPEN) {
+        redis_state_change(r, 1, rv);
+    }
+    return rv;
+}
+
+/* This instance's share of the limit, from the shared table: GCRA with
+ * the share as burst and as rate per window. */
+static void decide_local(request_rec *r, const char *id,
+                         const aura_quota_t *q, aura_quota_result_t *out)
+{
+    const aura_server_conf_t *c = aura_server_conf(r->server);
+    apr_int64_t instances = c->instances != AURA_UNSET ? c->instances : 1;
+    apr_int64_t share = q->limit / instances;
+    aura_limiter_slot_t *slots;
+    aura_gcra_result_t res;
+    apr_uint64_t sets;
+    aura_gcra_t g;
+
+    share = share > 0 ? share : 1;
+    aura_count(AURA_CTR_ACTOR_FALLBACK);
+    memset(out, 0, sizeof(*out));
+    out->admitted = 1;
+    out->limit = share;
+    out->remaining = share;
+    slots = aura_shm_limiter(&sets);
+    if (!slots || aura_gcra_init(&g, (apr_uint64_t)share,
+                                 (apr_uint64_t)q->window_s,
+                                 (apr_uint64_t)share) != APR_SUCCESS) {
+        return;
+    }
+    /* The quota is part of the key: one actor under two quotas has two
+     * buckets, not one with two rates. */
+    id = apr_psprintf(r->pool, "%s/%" APR_INT64_T_FMT "/%" APR_INT64_T_FMT,
+                      id, q->limit, q->window_s);
+    if (aura_limiter_take(slots, sets,
+                          aura_limiter_key("actor", id, NULL, 0), &g,
+                          aura_clock_ns(), &res) == AURA_LIMIT_FULL) {
+        /* No slot: admitted, and the whole share is what it knows. */
+        aura_count(AURA_CTR_IP_TABLE_FULL);
+        aura_limiter_full(r);
+        return;
+    }
+    out->admitted = res.admitted;
+    out->remaining = (apr_int64_t)res.remaining;
+    out->reset_ms = (apr_int64_t)(res.reset / NS_PER_MS);
+    out->retry_after_ms = (apr_int64_t)aura_ceil_div(res.retry_after, NS_PER_MS);
+}
+
+AURA_DECLARE(int) aura_limit_actor(request_rec *r)
+{
+    aura_request_t *rq = aura_request_get(r);
+    const aura_quota_t *q;
+    aura_quota_result_t res;
+    const char *id;
+
+    if (!rq || !rq->actor
+        || !(q = pick_quota(aura_dir_conf(r), rq->plan))) {
+        return OK;
+    }
+    /* Data plane: the actor within its project (a key, or a user of the
+     * project's auth); management: the console user. */
+    id = rq->plane == AURA_PLANE_DATA
+         ? apr_pstrcat(r->pool, "d:", rq->project ? rq->project : "-", ":",
+                       rq->actor, NULL)
+         : apr_pstrcat(r->pool, "m:", rq->actor, NULL);
+    if (decide_redis(r, id, q, &res) != APR_SUCCESS) {
+        decide_local(r, id, q, &res);
+    }
+    aura_limit_header(r, "RateLimit-Policy", "\"%s\";q=%" APR_UINT64_T_FMT ";w=%"
+                 APR_UINT64_T_FMT, "actor", (apr_uint64_t)res.limit,
+                 (apr_uint64_t)q->window_s);
+    if (res.admitted) {
+        aura_limit_header(r, "RateLimit", "\"%s\";r=%" APR_UINT64_T_FMT ";t=%"
+                     APR_UINT64_T_FMT, "actor",
+                     (apr_uint64_t)(res.remaining > 0 ? res.remaining : 0),
+                     aura_ceil_div((apr_uint64_t)(res.reset_ms > 0
+                                             ? res.reset_ms : 0), 1000));
+        return OK;
+    }
+    aura_count(AURA_CTR_ACTOR_REJECTED);
+    ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(00084)
+                  "actor %s over its quota of %" APR_INT64_T_FMT " per %"
+                  APR_INT64_T_FMT " s", rq->actor, res.limit, q->window_s);
+    return aura_limit_refuse(r, "actor-quota", "actor",
+                  aura_ceil_div((apr_uint64_t)(res.retry_after_ms > 0
+                                          ? res.retry_after_ms : 1), 1000),
+                  "the quota of this key or user is used up");
+}

@@ -1,0 +1,193 @@
+/* Licensed under the Apache License, Version 2.0 (see LICENSE).
+ *
+ * aura_ratelimit.c: the per-address stage of rate limiting (DESIGN.md
+ * section 2), and what both stages share: the clock, the keyed table,
+ * the 429 answer.  The actor stage is aura_quota.c.
+ *
+ * Stage 1, per client address, runs before authentication so that a
+ * flood costs one hash and one compare-and-swap per request, never a
+ * key lookup or a signature check.  GCRA on one 64-bit TAT per (zone,
+ * address) in the shared table (aura_limiter.c): exact across children
+ * and threads without a lock.  The address is r->useragent_addr, which
+ * is the connection's, or the client's as mod_remoteip established it
+ * from a trusted proxy's header; IPv6 clients are keyed by their leading
+ * AuraRateLimitIPv6Prefix bits (one host usually holds a whole /64).
+ *
+ * Both stages answer 429 with a problem+json body, Retry-After, and the
+ * RateLimit-Policy / RateLimit fields of draft-ietf-httpapi-ratelimit-
+ * headers-09 (policies "ip" and "actor"); admitted requests carry the
+ * actor stage's remaining quota.
+ */
+#include "aura_private.h"
+#include "aura_siphash.h"
+
+#include "http_protocol.h"
+#include "apr_atomic.h"
+#include "apr_strings.h"
+
+#include <time.h>
+
+#define NS_PER_S  APR_UINT64_C(1000000000)
+/* "Table full" is logged at most once per this many seconds. */
+#define FULL_LOG_INTERVAL 60
+#define MAX_KEY 512
+
+/* Written in post_config only. */
+static const aura_zone_t *default_zone;
+
+/* CLOCK_MONOTONIC is one clock for every process of the machine, and
+ * does not jump when the wall clock is set. */
+apr_uint64_t aura_clock_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (apr_uint64_t)ts.tv_sec * NS_PER_S + (apr_uint64_t)ts.tv_nsec;
+}
+
+apr_uint64_t aura_ceil_div(apr_uint64_t a, apr_uint64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+apr_status_t aura_ratelimit_post_config(apr_pool_t *pconf, server_rec *s)
+{
+    apr_array_header_t *zones = aura_zones(pconf);
+
+    (void)s;
+    /* aura_zones() puts the built-in first; a definition of "default"
+     * changed it in place. */
+    default_zone = APR_ARRAY_IDX(zones, 0, aura_zone_t *);
+    return APR_SUCCESS;
+}
+
+/* The client's address as key bytes: family, then the address (IPv4,
+ * an IPv4-mapped IPv6 address as IPv4, IPv6 cut to its prefix). */
+static apr_size_t address_bytes(const request_rec *r, int v6_prefix,
+                                unsigned char *out)
+{
+    const apr_sockaddr_t *sa = r->useragent_addr;
+
+    if (!sa) {
+        out[0] = 0;
+        return 1;
+    }
+#if APR_HAVE_IPV6
+    if (sa->family == AF_INET6) {
+        const unsigned char *a = sa->sa.sin6.sin6_addr.s6_addr;
+        int i;
+
+        if (IN6_IS_ADDR_V4MAPPED(&sa->sa.sin6.sin6_addr)) {
+            out[0] = 4;
+            memcpy(out + 1, a + 12, 4);
+            return 5;
+        }
+        out[0] = 6;
+        for (i = 0; i < 16; i++) {
+            int keep = v6_prefix - 8 * i;
+
+            out[1 + i] = keep >= 8 ? a[i]
+                         : keep <= 0 ? 0
+                         : (unsigned char)(a[i] & (0xff << (8 - keep)));
+        }
+        return 17;
+    }
+#endif
+    out[0] = 4;
+    memcpy(out + 1, &sa->sa.sin.sin_addr, 4);
+    return 5;
+}
+
+/* Keyed hash of a stage tag, a name and some bytes. */
+apr_uint64_t aura_limiter_key(const char *tag, const char *name,
+                                const unsigned char *bytes, apr_size_t n)
+{
+    unsigned char buf[MAX_KEY];
+    apr_size_t t = strlen(tag) + 1, m = strlen(name) + 1;
+
+    if (t + m + n > sizeof(buf)) {
+        n = sizeof(buf) - t - m;   /* names are bounded well below this */
+    }
+    memcpy(buf, tag, t);
+    memcpy(buf + t, name, m);
+    memcpy(buf + t + m, bytes, n);
+    return aura_siphash24(aura_shm_hash_key(), buf, t + m + n);
+}
+
+void aura_limiter_full(request_rec *r)
+{
+    volatile apr_uint64_t *last = aura_shm_flag(AURA_FLAG_FULL_LOGGED);
+    apr_uint64_t now = (apr_uint64_t)apr_time_sec(apr_time_now());
+    apr_uint64_t was = apr_atomic_read64(last);
+
+    if (now - was >= FULL_LOG_INTERVAL
+        && apr_atomic_cas64(last, now, was) == was) {
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, AURA_LOGNO(00080)
+                      "rate-limit table full: requests admitted without a "
+                      "per-address limit (raise AuraRateLimitEntries; "
+                      "logged once a minute)");
+    }
+}
+
+void aura_limit_header(request_rec *r, const char *name, const char *fmt,
+                         const char *policy, apr_uint64_t a, apr_uint64_t b)
+{
+    apr_table_setn(r->err_headers_out, name,
+                   apr_psprintf(r->pool, fmt, policy, a, b));
+}
+
+int aura_limit_refuse(request_rec *r, const char *type, const char *policy,
+                  apr_uint64_t retry_s, const char *why)
+{
+    retry_s = retry_s ? retry_s : 1;
+    apr_table_setn(r->err_headers_out, "Retry-After",
+                   apr_psprintf(r->pool, "%" APR_UINT64_T_FMT, retry_s));
+    aura_limit_header(r, "RateLimit", "\"%s\";r=%" APR_UINT64_T_FMT ";t=%"
+                 APR_UINT64_T_FMT, policy, 0, retry_s);
+    aura_problem_note(r, type, apr_psprintf(r->pool, "%s; retry after %"
+                                            APR_UINT64_T_FMT " s", why,
+                                            retry_s));
+    return HTTP_TOO_MANY_REQUESTS;
+}
+
+AURA_DECLARE(int) aura_limit_ip(request_rec *r)
+{
+    const aura_dir_conf_t *d = aura_dir_conf(r);
+    const aura_zone_t *z = d->zone ? d->zone : default_zone;
+    int prefix = aura_server_conf(r->server)->ipv6_prefix;
+    unsigned char addr[17];
+    aura_limiter_slot_t *slots;
+    aura_gcra_result_t res;
+    apr_uint64_t sets, key;
+    apr_size_t n;
+
+    if (!z || z == &aura_zone_off || !(slots = aura_shm_limiter(&sets))) {
+        return OK;
+    }
+    n = address_bytes(r, prefix != AURA_UNSET ? prefix
+                                              : AURA_DEFAULT_IPV6_PREFIX,
+                      addr);
+    key = aura_limiter_key("ip", z->name, addr, n);
+    switch (aura_limiter_take(slots, sets, key, &z->gcra, aura_clock_ns(),
+                              &res)) {
+    case AURA_LIMIT_ADMITTED:
+        return OK;
+    case AURA_LIMIT_FULL:
+        aura_count(AURA_CTR_IP_TABLE_FULL);
+        aura_limiter_full(r);
+        return OK;
+    default:
+        break;
+    }
+    aura_count(AURA_CTR_IP_REJECTED);
+    ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(00081)
+                  "zone %s: %s over its rate", z->name, r->useragent_ip);
+    /* GCRA as a quota: the burst, refilled over burst/rate seconds. */
+    aura_limit_header(r, "RateLimit-Policy", "\"%s\";q=%" APR_UINT64_T_FMT ";w=%"
+                 APR_UINT64_T_FMT, "ip", z->burst,
+                 aura_ceil_div(z->gcra.tolerance, NS_PER_S));
+    return aura_limit_refuse(r, "ip-rate-limit", "ip",
+                  aura_ceil_div(res.retry_after, NS_PER_S),
+                  "too many requests from this address");
+}
+
