@@ -89,6 +89,7 @@ apr_status_t aura_breaker_conf_init(aura_breaker_conf_t *c,
     c->threshold = threshold;
     c->cooldown_ms = cooldown_ms;
     c->probes = probes;
+    c->probe_ttl_ms = 0;
     return APR_SUCCESS;
 }
 
@@ -109,6 +110,16 @@ static aura_breaker_ticket_e acquire_step(fields_t *f,
         return AURA_BRK_PASS;
     case AURA_BRK_HALF_OPEN:
         if (f->in_flight >= c->probes) {
+            /* Probes out for longer than any request may last were lost
+             * with their process: without this the breaker would refuse
+             * everything until httpd is stopped (the segment survives
+             * restarts).  One new probe, counted alone. */
+            if (c->probe_ttl_ms && now - f->since >= c->probe_ttl_ms
+                && now - f->since < 0x80000000U) {
+                f->in_flight = 1;
+                f->since = now;
+                return AURA_BRK_PROBE;
+            }
             /* No time says when a probe returns: ask again after a
              * cooldown, the pace the operator chose for retries. */
             *retry = c->cooldown_ms;

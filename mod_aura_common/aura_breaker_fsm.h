@@ -51,6 +51,10 @@ typedef struct {
     apr_uint32_t threshold;   /**< consecutive failures that open it */
     apr_uint32_t cooldown_ms; /**< time open before a probe may pass */
     apr_uint32_t probes;      /**< probes in flight allowed in half-open */
+    /** A probe without a verdict for this long is taken as lost (its
+     *  process died): the next request gets a new one.  0: never (the
+     *  default of aura_breaker_conf_init(); set it after). */
+    apr_uint32_t probe_ttl_ms;
 } aura_breaker_conf_t;
 
 typedef enum {

@@ -80,6 +80,7 @@ void *aura_create_server_conf(apr_pool_t *p, server_rec *s)
     c->redis_timeout = AURA_UNSET;
     c->redis_retry = AURA_UNSET;
     c->redis_pool_max = AURA_UNSET;
+    c->breakers = NULL;
     return c;
 }
 
@@ -144,6 +145,8 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     c->redis_timeout = merge_time(base->redis_timeout, add->redis_timeout);
     c->redis_retry = merge_time(base->redis_retry, add->redis_retry);
     c->redis_pool_max = merge_int(base->redis_pool_max, add->redis_pool_max);
+    c->breakers = (apr_array_header_t *)merge_ptr(base->breakers,
+                                                  add->breakers);
     return c;
 }
 
@@ -166,6 +169,7 @@ void *aura_create_dir_conf(apr_pool_t *p, char *dir)
     d->zone = NULL;
     d->quota = NULL;
     d->plan_quotas = NULL;
+    d->retries = AURA_UNSET;
     return d;
 }
 
@@ -214,6 +218,7 @@ void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
         d->plan_quotas = add->plan_quotas ? add->plan_quotas
                                           : base->plan_quotas;
     }
+    d->retries = merge_int(base->retries, add->retries);
     return d;
 }
 
@@ -992,6 +997,14 @@ const command_rec aura_cmds[] = {
     AP_INIT_TAKE1("AuraRedisPoolMax", aura_set_limit_int,
                   (void *)APR_OFFSETOF(aura_server_conf_t, redis_pool_max),
                   RSRC_CONF, "Redis connections per child process, at most"),
+    AP_INIT_RAW_ARGS("AuraBreaker", aura_set_breaker, NULL, RSRC_CONF,
+                     "Circuit breaker of a service (or * for all): "
+                     "threshold=<n> cooldown=<duration> probes=<n> "
+                     "probe-timeout=<duration>"),
+    AP_INIT_TAKE1("AuraRetries", aura_set_retries, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "Times a request is sent again when no service instance "
+                  "listens, within the route's budget"),
     {NULL}
 };
 

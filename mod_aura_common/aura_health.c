@@ -55,6 +55,9 @@ static json_t *describe(request_rec *r, int connected)
         json_object_set_new(o, "generation", json_integer(gen));
         aura_shm_describe(shm);
         json_object_set_new(o, "shm", shm);
+        shm = json_object();
+        aura_breaker_describe(shm);
+        json_object_set_new(o, "breakers", shm);
     }
     return o;
 }

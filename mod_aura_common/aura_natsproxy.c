@@ -16,9 +16,17 @@
  * returns the first one.  A plain reply is handled whole, as one
  * message; a reply that opens a stream hands over to aura_stream.c.
  *
+ * Right before the request goes out, the service's breaker is asked
+ * (aura_breaker.c): open, the client gets 503 breaker-open and the
+ * service is not touched.  The outcome is the breaker's evidence
+ * (verdict() below).  No responders is the one outcome that proves the
+ * request reached nobody, so it alone is sent again (AuraRetries, with
+ * backoff, inside the route's budget and a retry budget shared by all
+ * children); everything else is final.
+ *
  * Status mapping (docs/envelope.md): no responders 503, timeout 504,
- * malformed reply 502, NATS connection down 503.  A timed-out request is
- * never replayed: the service may have run it.
+ * malformed reply 502, NATS connection down 503, breaker open 503.  A
+ * timed-out request is never replayed: the service may have run it.
  */
 #include "aura_private.h"
 #include "aura_envelope.h"
@@ -264,7 +272,7 @@ static int request_failed(request_rec *r, natsStatus s, const char *subject,
 }
 
 static int send_reply(request_rec *r, natsMsg *reply, natsSubscription *sub,
-                      const char *subject)
+                      const char *subject, aura_breaker_hold_t *hold)
 {
     aura_envelope_reply_t out;
     const apr_array_header_t *arr;
@@ -282,9 +290,12 @@ static int send_reply(request_rec *r, natsMsg *reply, natsSubscription *sub,
         || aura_envelope_decode(r->pool, reply, &out, &why) != APR_SUCCESS) {
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, AURA_LOGNO(00023)
                       "malformed reply on %s: %s", subject, why);
+        aura_breaker_verdict(hold, 0);
         return refuse(r, HTTP_BAD_GATEWAY, "upstream-error",
                       "the service sent a malformed reply");
     }
+    /* A stream is judged by its first message: the status it chose. */
+    aura_breaker_verdict(hold, aura_breaker_status_ok(out.status));
     r->status = out.status;
     /* httpd sends "500 Internal Server Error" for a status it has no
      * reason phrase for (418, 451...): give it one. */
@@ -354,32 +365,29 @@ static natsStatus with_reply(natsMsg *m, const char *inbox, natsMsg **out)
     return NATS_OK;
 }
 
-/* Publishes msg with a reply inbox of its own and waits for the first
- * reply until deadline.  The subscription and the reply belong to
- * r->pool.  Returns the nats.c status (NATS_NO_RESPONDERS comes back as
- * nats-server's status message, which nats.c turns into that status). */
-static natsStatus request(request_rec *r, natsConnection *nc, natsMsg *msg,
-                          apr_int64_t max_payload, apr_time_t deadline,
-                          natsSubscription **sub, natsMsg **reply)
+/* Readies msg to be sent with a reply inbox of its own: the inbox, its
+ * subscription and the addressed copy of msg (*out) belong to r->pool. */
+static natsStatus prepare(request_rec *r, natsConnection *nc, natsMsg *msg,
+                          apr_int64_t max_payload, natsSubscription **sub,
+                          natsMsg **out)
 {
     natsInbox *inbox = NULL;
-    natsMsg *out = NULL;
     apr_int64_t bytes;
     natsStatus s;
 
     *sub = NULL;
-    *reply = NULL;
+    *out = NULL;
     s = natsInbox_Create(&inbox);
     if (s != NATS_OK) {
         return s;
     }
     apr_pool_cleanup_register(r->pool, inbox, inbox_cleanup,
                               apr_pool_cleanup_null);
-    s = with_reply(msg, inbox, &out);
+    s = with_reply(msg, inbox, out);
     if (s != NATS_OK) {
         return s;
     }
-    apr_pool_cleanup_register(r->pool, out, msg_cleanup,
+    apr_pool_cleanup_register(r->pool, *out, msg_cleanup,
                               apr_pool_cleanup_null);
     /* The first copy of the body can go now. */
     apr_pool_cleanup_run(r->pool, msg, msg_cleanup);
@@ -395,14 +403,27 @@ static natsStatus request(request_rec *r, natsConnection *nc, natsMsg *msg,
     if (bytes < INBOX_PENDING_BYTES) {
         bytes = INBOX_PENDING_BYTES;
     }
-    s = natsSubscription_SetPendingLimits(*sub, INBOX_PENDING_MSGS,
-                                          bytes > INT_MAX ? INT_MAX
-                                                          : (int)bytes);
-    if (s == NATS_OK) {
-        /* Same connection: the server has the subscription before the
-         * request, so no reply can miss it. */
-        s = natsConnection_PublishMsg(nc, out);
-    }
+    return natsSubscription_SetPendingLimits(*sub, INBOX_PENDING_MSGS,
+                                             bytes > INT_MAX ? INT_MAX
+                                                             : (int)bytes);
+}
+
+/* One attempt: publishes out and waits for the first reply on sub until
+ * deadline; the reply belongs to r->pool.  Returns the nats.c status
+ * (NATS_NO_RESPONDERS comes back as nats-server's status message, which
+ * nats.c turns into that status); *bus_failed when the publish or its
+ * flush failed, i.e. the request may never have left. */
+static natsStatus attempt(request_rec *r, natsConnection *nc, natsMsg *out,
+                          natsSubscription *sub, apr_time_t deadline,
+                          natsMsg **reply, int *bus_failed)
+{
+    natsStatus s;
+
+    *reply = NULL;
+    *bus_failed = 0;
+    /* Same connection: the server has the subscription before the
+     * request, so no reply can miss it. */
+    s = natsConnection_PublishMsg(nc, out);
     if (s == NATS_OK) {
         /* A publish goes to nats.c's flusher thread, which waits 1 ms to
          * batch writes (its own request call writes at once): that
@@ -419,14 +440,127 @@ static natsStatus request(request_rec *r, natsConnection *nc, natsMsg *msg,
         rest(graves, s == NATS_OK);
 #endif
     }
-    if (s == NATS_OK) {
-        s = aura_stream_next(*sub, deadline, reply);
+    if (s != NATS_OK) {
+        /* Not even the server took it: nothing about the service. */
+        *bus_failed = 1;
+        return s;
     }
+    s = aura_stream_next(sub, deadline, reply);
     if (s == NATS_OK) {
         apr_pool_cleanup_register(r->pool, *reply, msg_cleanup,
                                   apr_pool_cleanup_null);
     }
     return s;
+}
+
+/* ---- retries: only on proof of non-delivery ------------------------
+ * No responders means the server had nobody to give the request to:
+ * sending it again cannot run it twice.  Retries back off (25 ms,
+ * doubling, at most 1 s), stay inside the route's budget, and, across
+ * all children, may be at most AURA_RETRY_BUDGET_PERCENT of the requests
+ * waiting on an upstream (at least AURA_RETRY_BUDGET_MIN), so that
+ * retries never multiply an outage. */
+#define RETRY_FIRST_WAIT apr_time_from_msec(25)
+#define RETRY_MAX_WAIT   apr_time_from_sec(1)
+
+static apr_status_t gauge_down(void *gauge)
+{
+    apr_atomic_dec64(gauge);
+    return APR_SUCCESS;
+}
+
+/* Counts r among the requests waiting on an upstream, until r->pool
+ * goes. */
+static void count_active(request_rec *r)
+{
+    volatile apr_uint64_t *active = aura_shm_flag(AURA_FLAG_ACTIVE);
+
+    if (active) {
+        apr_atomic_inc64(active);
+        apr_pool_cleanup_register(r->pool, (void *)active, gauge_down,
+                                  apr_pool_cleanup_null);
+    }
+}
+
+/* Takes a place in the shared retry budget; 0 when it is spent. */
+static int retry_budget_take(void)
+{
+    volatile apr_uint64_t *active = aura_shm_flag(AURA_FLAG_ACTIVE);
+    volatile apr_uint64_t *retrying = aura_shm_flag(AURA_FLAG_RETRYING);
+    apr_uint64_t allowed, now;
+
+    if (!active || !retrying) {
+        return 0;
+    }
+    allowed = apr_atomic_read64(active) * AURA_RETRY_BUDGET_PERCENT / 100;
+    if (allowed < AURA_RETRY_BUDGET_MIN) {
+        allowed = AURA_RETRY_BUDGET_MIN;
+    }
+    do {
+        now = apr_atomic_read64(retrying);
+        if (now >= allowed) {
+            return 0;
+        }
+    } while (apr_atomic_cas64(retrying, now + 1, now) != now);
+    return 1;
+}
+
+static void retry_budget_give(void)
+{
+    apr_atomic_dec64(aura_shm_flag(AURA_FLAG_RETRYING));
+}
+
+/* Sends out until a reply, a failure other than no responders, or no
+ * retry is left (attempts, budget of the route, budget of retries). */
+static natsStatus send_with_retries(request_rec *r, natsConnection *nc,
+                                    natsMsg *out, natsSubscription *sub,
+                                    apr_time_t deadline, natsMsg **reply,
+                                    int *bus_failed)
+{
+    const aura_dir_conf_t *d = aura_dir_conf(r);
+    int retries = d->retries != AURA_UNSET ? d->retries
+                                           : AURA_DEFAULT_RETRIES;
+    apr_interval_time_t wait = RETRY_FIRST_WAIT;
+    natsStatus s;
+    int n;
+
+    s = attempt(r, nc, out, sub, deadline, reply, bus_failed);
+    for (n = 0; s == NATS_NO_RESPONDERS && n < retries; n++) {
+        if (apr_time_now() + wait >= deadline || !retry_budget_take()) {
+            break;
+        }
+        apr_sleep(wait);
+        aura_count(AURA_CTR_NATS_RETRIES);
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(00093)
+                      "no responders on %s: retry %d of %d",
+                      natsMsg_GetSubject(out), n + 1, retries);
+        s = attempt(r, nc, out, sub, deadline, reply, bus_failed);
+        retry_budget_give();
+        wait = wait * 2 > RETRY_MAX_WAIT ? RETRY_MAX_WAIT : wait * 2;
+    }
+    return s;
+}
+
+/* The breaker's verdict on a request that got no reply (DESIGN.md
+ * section 8): a timeout, or no responders once the retries are spent, is
+ * the service's failure.  The bus itself failing (disconnected, a
+ * publish or flush refused or not acknowledged) says nothing about the
+ * service and gives none: the hold is released with r->pool.  A reply's
+ * verdict is send_reply()'s, once it is decoded. */
+static void verdict_no_reply(aura_breaker_hold_t *hold, natsStatus s,
+                             int bus_failed)
+{
+    if (bus_failed) {
+        return;
+    }
+    if (s == NATS_TIMEOUT) {
+        aura_count(AURA_CTR_NATS_TIMEOUTS);
+        aura_breaker_verdict(hold, 0);
+    }
+    else if (s == NATS_NO_RESPONDERS) {
+        aura_count(AURA_CTR_NATS_NO_RESPONDERS);
+        aura_breaker_verdict(hold, 0);
+    }
 }
 
 int aura_natsproxy_handler(request_rec *r)
@@ -436,7 +570,9 @@ int aura_natsproxy_handler(request_rec *r)
     aura_envelope_req_t in;
     natsConnection *nc;
     natsSubscription *sub = NULL;
-    natsMsg *msg = NULL, *reply = NULL;
+    natsMsg *msg = NULL, *out = NULL, *reply = NULL;
+    aura_breaker_hold_t *hold = NULL;
+    int bus_failed = 0;
     natsStatus s;
     apr_time_t deadline;
     apr_int64_t limit;
@@ -491,9 +627,21 @@ int aura_natsproxy_handler(request_rec *r)
     apr_pool_cleanup_register(r->pool, msg, msg_cleanup,
                               apr_pool_cleanup_null);
     deadline = apr_time_now() + aura_route_timeout(d);
-    s = request(r, nc, msg, limit, deadline, &sub, &reply);
+    s = prepare(r, nc, msg, limit, &sub, &out);
     if (s != NATS_OK) {
         return request_failed(r, s, d->upstream, limit);
     }
-    return send_reply(r, reply, sub, d->upstream);
+    /* Right before the network call: an open breaker leaves the service
+     * untouched. */
+    rc = aura_breaker_enter(r, d->service, &hold);
+    if (rc != OK) {
+        return rc;
+    }
+    count_active(r);
+    s = send_with_retries(r, nc, out, sub, deadline, &reply, &bus_failed);
+    if (s != NATS_OK) {
+        verdict_no_reply(hold, s, bus_failed);
+        return request_failed(r, s, d->upstream, limit);
+    }
+    return send_reply(r, reply, sub, d->upstream, hold);
 }

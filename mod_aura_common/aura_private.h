@@ -85,6 +85,7 @@ typedef struct {
     const struct aura_quota_t *quota; /* AuraActorQuota; NULL = unset,
                                          &aura_quota_off = off */
     apr_hash_t *plan_quotas;          /* AuraPlanQuota: plan -> quota */
+    int retries;                      /* AuraRetries, AURA_UNSET */
 } aura_dir_conf_t;
 
 /* A stage-1 zone (AuraRateLimitZone), as nginx's limit_req_zone: global,
@@ -155,7 +156,30 @@ typedef struct {
     apr_interval_time_t redis_timeout;     /* AuraRedisTimeout */
     apr_interval_time_t redis_retry;       /* AuraRedisRetryInterval */
     int redis_pool_max;                    /* AuraRedisPoolMax */
+    apr_array_header_t *breakers;          /* AuraBreaker lines
+                                              (aura_breaker_setting_t) */
 } aura_server_conf_t;
+
+/* One AuraBreaker line; 0 = not set by this line. */
+typedef struct {
+    int service;                /* aura_service_e, -1 for "*" */
+    apr_uint32_t threshold;
+    apr_uint32_t cooldown_ms;
+    apr_uint32_t probes;
+    apr_uint32_t probe_ttl_ms;
+} aura_breaker_setting_t;
+
+#define AURA_DEFAULT_BREAKER_THRESHOLD    5
+#define AURA_DEFAULT_BREAKER_COOLDOWN_MS  30000
+#define AURA_DEFAULT_BREAKER_PROBES       1
+/* Longer than the longest budget of the sample (functions, 380 s). */
+#define AURA_DEFAULT_BREAKER_PROBE_TTL_MS 400000
+#define AURA_DEFAULT_RETRIES              2
+/* Retries may be at most this share of the requests waiting on an
+ * upstream, across all children, but always this many (Envoy's retry
+ * budget: 20 %, at least 3). */
+#define AURA_RETRY_BUDGET_PERCENT         20
+#define AURA_RETRY_BUDGET_MIN             3
 
 /* One AuraJWTKeyFile / AuraJWTSecretFile, read at config time. */
 typedef enum {
@@ -294,6 +318,11 @@ typedef enum {
     AURA_CTR_ACTOR_REDIS,      /* stage 2 decided by Redis */
     AURA_CTR_ACTOR_FALLBACK,   /* stage 2 decided by the local share */
     AURA_CTR_REDIS_ERRORS,     /* failed Redis calls */
+    AURA_CTR_BREAKER_OPENED,   /* a service breaker opened */
+    AURA_CTR_BREAKER_REJECTED, /* 503 breaker-open */
+    AURA_CTR_NATS_RETRIES,     /* requests sent again after no responders */
+    AURA_CTR_NATS_NO_RESPONDERS, /* no responders, retries spent */
+    AURA_CTR_NATS_TIMEOUTS,    /* route budget spent waiting for a reply */
     AURA_CTR_COUNT
 } aura_counter_e;
 void aura_count(aura_counter_e c);
@@ -307,6 +336,8 @@ volatile apr_uint64_t *aura_shm_breaker(int i);
 typedef enum {
     AURA_FLAG_REDIS_DOWN = 0,  /* 1 while the quota runs on the fallback */
     AURA_FLAG_FULL_LOGGED,     /* second of the last "table full" line */
+    AURA_FLAG_ACTIVE,          /* requests waiting on an upstream now */
+    AURA_FLAG_RETRYING,        /* of which retries */
     AURA_FLAG_COUNT
 } aura_flag_e;
 volatile apr_uint64_t *aura_shm_flag(aura_flag_e f);
@@ -379,6 +410,20 @@ void aura_limit_header(request_rec *r, const char *name, const char *fmt,
 /* The 429: Retry-After, RateLimit with r=0, the problem noted. */
 int aura_limit_refuse(request_rec *r, const char *type, const char *policy,
                       apr_uint64_t retry_s, const char *why);
+
+/* aura_breaker.c: per-service breakers in the shared segment. */
+typedef struct aura_breaker_hold_t aura_breaker_hold_t;
+apr_status_t aura_breaker_post_config(apr_pool_t *pconf, server_rec *s);
+/* OK with *hold set (NULL: no breaker), or 503 breaker-open noted. */
+int aura_breaker_enter(request_rec *r, int service,
+                       aura_breaker_hold_t **hold);
+/* The outcome; a hold without one is released by r->pool's cleanup. */
+void aura_breaker_verdict(aura_breaker_hold_t *hold, int success);
+/* The verdict of an HTTP status the upstream answered with. */
+int aura_breaker_status_ok(int status);
+void aura_breaker_describe(struct json_t *obj);
+const char *aura_set_breaker(cmd_parms *cmd, void *dummy, const char *args);
+const char *aura_set_retries(cmd_parms *cmd, void *dirv, const char *arg);
 
 /* aura_quota.c: stage 2. */
 apr_status_t aura_quota_post_config(apr_pool_t *pconf, server_rec *s);

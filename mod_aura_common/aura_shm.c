@@ -82,7 +82,8 @@ static apr_global_mutex_t *shm_mutex;
 static const char *const counter_names[AURA_CTR_COUNT] = {
     "requests", "key_cache_hits", "key_cache_misses", "jwt_verifications",
     "ip_rejected", "ip_table_full", "actor_rejected", "actor_redis",
-    "actor_fallback", "redis_errors"
+    "actor_fallback", "redis_errors", "breaker_opened", "breaker_rejected",
+    "nats_retries", "nats_no_responders", "nats_timeouts"
 };
 
 static apr_uint64_t limiter_sets(server_rec *s)

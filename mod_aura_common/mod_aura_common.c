@@ -38,7 +38,8 @@ static int aura_post_config(apr_pool_t *pconf, apr_pool_t *plog,
     if (aura_shm_post_config(pconf, s) != APR_SUCCESS
         || aura_jwks_post_config(pconf, s) != APR_SUCCESS
         || aura_ratelimit_post_config(pconf, s) != APR_SUCCESS
-        || aura_quota_post_config(pconf, s) != APR_SUCCESS) {
+        || aura_quota_post_config(pconf, s) != APR_SUCCESS
+        || aura_breaker_post_config(pconf, s) != APR_SUCCESS) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, AURA_LOGNO(00007)

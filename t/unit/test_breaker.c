@@ -62,7 +62,7 @@ static void test_conf_init(void **state)
 
     (void)state;
     for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-        aura_breaker_conf_t c = { 7, 7, 7 };
+        aura_breaker_conf_t c = { 7, 7, 7, 7 };
 
         assert_int_equal(aura_breaker_conf_init(&c, rows[i].threshold,
                                                 rows[i].cooldown,
@@ -321,6 +321,33 @@ static void test_release(void **state)
     aura_breaker_release(&w, AURA_BRK_PROBE);
     aura_breaker_release(&w, AURA_BRK_PROBE);   /* one too many */
     expect_state(w, AURA_BRK_HALF_OPEN, 1, 0);
+}
+
+/* A probe whose process died never gets a verdict: after probe_ttl_ms
+ * the next request gets a new probe, and only one. */
+static void test_probe_ttl(void **state)
+{
+    aura_breaker_conf_t c;
+    volatile apr_uint64_t w = 0;
+
+    (void)state;
+    assert_int_equal(aura_breaker_conf_init(&c, 1, 1000, 1), APR_SUCCESS);
+    assert_int_equal(c.probe_ttl_ms, 0);
+    c.probe_ttl_ms = 5000;
+    open_at(&w, &c, 0);
+    assert_int_equal(aura_breaker_acquire(&w, &c, 1000, NULL, NULL),
+                     AURA_BRK_PROBE);
+    assert_int_equal(aura_breaker_acquire(&w, &c, 5999, NULL, NULL),
+                     AURA_BRK_DENY);
+    assert_int_equal(aura_breaker_acquire(&w, &c, 6000, NULL, NULL),
+                     AURA_BRK_PROBE);
+    expect_state(w, AURA_BRK_HALF_OPEN, 1, 1);
+    assert_int_equal(aura_breaker_acquire(&w, &c, 6001, NULL, NULL),
+                     AURA_BRK_DENY);
+    /* Without a ttl, never. */
+    c.probe_ttl_ms = 0;
+    assert_int_equal(aura_breaker_acquire(&w, &c, 900000, NULL, NULL),
+                     AURA_BRK_DENY);
 }
 
 /* PASS verdicts of requests admitted before it opened change nothing:
@@ -621,6 +648,7 @@ int main(void)
         cmocka_unit_test(test_probe_success),
         cmocka_unit_test(test_probe_failure),
         cmocka_unit_test(test_release),
+        cmocka_unit_test(test_probe_ttl),
         cmocka_unit_test(test_late_pass),
         cmocka_unit_test(test_clock_wrap),
         cmocka_unit_test(test_clock_early),

@@ -13,7 +13,7 @@ use LWP::UserAgent;
 use POSIX ();
 use Time::HiRes qw(time);
 
-our @EXPORT_OK = qw(hammer counters);
+our @EXPORT_OK = qw(hammer counters health_json);
 
 # $clients processes, each on one keep-alive connection, send GET $url
 # back to back for $secs seconds.  With warmup => $other_url each first
@@ -74,13 +74,15 @@ sub hammer {
              elapsed => defined $first ? $last - $first : 0 };
 }
 
-# The shared segment's counters, from /health with AuraHealthDetail On
-# at $base (http://host:port).
-sub counters {
+# /health with AuraHealthDetail On at $base (http://host:port), decoded.
+sub health_json {
     my ($base) = @_;
     my $res = LWP::UserAgent->new(timeout => 10)->get("$base/health");
     die "health: " . $res->status_line unless $res->is_success;
-    return JSON::PP->new->decode($res->content)->{shm};
+    return JSON::PP->new->decode($res->content);
 }
+
+# The shared segment's counters, from health_json().
+sub counters { health_json($_[0])->{shm} }
 
 1;
