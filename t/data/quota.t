@@ -8,7 +8,8 @@
 # - admitted requests carry the remaining quota; a refused one reaches
 #   no service and is not counted in Redis;
 # - Redis stopped: the local share (6 / 2 instances = 3) takes over,
-#   logged once; Redis back: shared again, logged once.
+#   logged once; Redis back: shared again (the script loaded again after
+#   NOSCRIPT), logged once.
 use strict;
 use warnings FATAL => 'all';
 
@@ -23,7 +24,7 @@ use Aura::Test qw(problem_ok new_reqid exec_count mint redis_stop
                   wait_until);
 use Aura::Load qw(counters);
 
-plan tests => 4 + 4 + 1 + 3 + 3 + 2 + 7 + 4;
+plan tests => 4 + 4 + 1 + 3 + 3 + 2 + 7 + 5;
 
 Apache::TestRequest::module('aura_limits');
 my $base = 'http://' . Apache::TestRequest::hostport();
@@ -121,6 +122,8 @@ ok(wait_until(10, sub {
    }), 'after the retry interval Redis decides again');
 my @back = grep { /AURA00083/ } split /\n/, error_log_since($log0);
 is(scalar @back, 1, 'the return is logged once');
+like(error_log_since($log0), qr/AURA00076/,
+     'the restarted Redis had forgotten the script: sent again with EVAL');
 like(redis_cli('--scan', '--pattern', "aura:q:{d:proj-a:dave-$tag}:60:*"),
      qr/dave/, 'the quota lives in Redis again');
 my $c3 = counters($base);
