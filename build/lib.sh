@@ -81,6 +81,26 @@ aura_start_service() {
     aura_die "example service did not start (see $_run/service.log)"
 }
 
+# aura_start_upstream RUNDIR NAME: the test HTTP upstream
+# (t/services/aura_http_upstream) on a free loopback port, logging what
+# it receives to RUNDIR/NAME.log; pid in RUNDIR/NAME.pid.  Prints the
+# port.
+aura_start_upstream() {
+    _run=$1 _name=$2
+    _port=$(aura_free_port)
+    rm -f "$_run/$_name.pid"
+    "$AURA_TOP/t/services/aura_http_upstream" -p "$_port" \
+        -P "$_run/$_name.pid" -l "$_run/$_name.log" -n "$_name" \
+        >"$_run/$_name.out" 2>&1 &
+    aura_wait_port 127.0.0.1 "$_port" 10 \
+        || aura_die "HTTP upstream $_name did not start"
+    for _i in $(seq 50); do
+        [ -s "$_run/$_name.pid" ] && { echo "$_port"; return 0; }
+        sleep 0.1
+    done
+    aura_die "HTTP upstream $_name wrote no pid file"
+}
+
 # Stop the process whose pid is in FILE, wait for it to exit (5 s), and
 # kill it if it will not.
 aura_stop_pidfile() {

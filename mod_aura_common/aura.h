@@ -16,6 +16,7 @@
  *                    aura_route_streaming, aura_cors_preflight.
  *   2026-12-02  1.2  aura_auth_console.
  *   2026-12-02  1.3  aura_limit_ip, aura_limit_actor.
+ *   2026-12-02  1.4  AURA_NOTE_ORIGIN, AURA_NOTE_BUDGET (mod_aura_proxy).
  */
 #ifndef AURA_H
 #define AURA_H
@@ -31,7 +32,7 @@
  */
 
 #define AURA_API_MAJOR 1
-#define AURA_API_MINOR 3
+#define AURA_API_MINOR 4
 
 /* The export trio, as mod_proxy.h, mod_dbd.h and mod_watchdog.h spell it.
  * The modules are built with -fvisibility=hidden: only what carries
@@ -246,6 +247,15 @@ AURA_DECLARE(int) aura_limit_ip(request_rec *r);
  * @return OK (RateLimit headers set), or 429 (actor-quota).
  */
 AURA_DECLARE(int) aura_limit_actor(request_rec *r);
+
+/**
+ * Notes a request for an HTTP upstream carries to mod_aura_proxy (set at
+ * translate_name, or by the /v1/db router): the upstream's origin
+ * (scheme://host[:port], the pooled worker's name) and the route's
+ * budget in milliseconds (the worker's I/O timeout).
+ */
+#define AURA_NOTE_ORIGIN "aura-upstream-origin"
+#define AURA_NOTE_BUDGET "aura-upstream-budget-ms"
 
 /** @} */
 #endif /* AURA_H */

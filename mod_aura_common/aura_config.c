@@ -170,6 +170,8 @@ void *aura_create_dir_conf(apr_pool_t *p, char *dir)
     d->quota = NULL;
     d->plan_quotas = NULL;
     d->retries = AURA_UNSET;
+    d->location = NULL;
+    d->db_router = AURA_UNSET;
     return d;
 }
 
@@ -184,11 +186,13 @@ void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
         d->service = add->service;
         d->upstream_kind = add->upstream_kind;
         d->upstream = add->upstream;
+        d->location = add->location;
     }
     else {
         d->service = base->service;
         d->upstream_kind = base->upstream_kind;
         d->upstream = base->upstream;
+        d->location = base->location;
     }
     d->timeout = merge_time(base->timeout, add->timeout);
     d->health_detail = merge_int(base->health_detail, add->health_detail);
@@ -219,6 +223,7 @@ void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
                                           : base->plan_quotas;
     }
     d->retries = merge_int(base->retries, add->retries);
+    d->db_router = merge_int(base->db_router, add->db_router);
     return d;
 }
 
@@ -436,6 +441,35 @@ static int valid_subject(const char *s)
     return token_len > 0;
 }
 
+#define HTTP_ROUTE_KEY "mod_aura_common-http-route"
+
+void aura_set_service_seen(cmd_parms *cmd)
+{
+    void *seen = NULL;
+
+    apr_pool_userdata_get(&seen, HTTP_ROUTE_KEY, cmd->pool);
+    if (!seen) {
+        apr_pool_userdata_setn(apr_psprintf(cmd->pool, "%s:%d",
+                                            cmd->directive->filename,
+                                            cmd->directive->line_num),
+                               HTTP_ROUTE_KEY, NULL, cmd->pool);
+    }
+}
+
+/* The prefix of the <Location> being read, or NULL for a regex one
+ * (<LocationMatch>, <Location ~ ...>) or another kind of section. */
+static const char *plain_location(const cmd_parms *cmd)
+{
+    const ap_directive_t *sec = cmd->directive ? cmd->directive->parent
+                                               : NULL;
+
+    if (!sec || strcasecmp(sec->directive, "<Location") || !cmd->path
+        || sec->args[0] == '~') {
+        return NULL;
+    }
+    return cmd->path;
+}
+
 static const char *set_service(cmd_parms *cmd, void *dirv, const char *name,
                                const char *upstream)
 {
@@ -464,8 +498,23 @@ static const char *set_service(cmd_parms *cmd, void *dirv, const char *name,
     }
     else if (!strncasecmp(upstream, "http://", 7)
              || !strncasecmp(upstream, "https://", 8)) {
+        const char *host = ap_strstr_c(upstream, "://") + 3;
+
+        if (!*host || *host == '/' || ap_strchr_c(upstream, '?')
+            || ap_strchr_c(upstream, '#')) {
+            return apr_psprintf(cmd->pool, "%s: '%s' is not an http(s) "
+                                "URL with a host (and an optional path)",
+                                cmd->cmd->name, upstream);
+        }
+        apr_size_t n = strlen(upstream);
+
+        /* No trailing slash: the request's path brings its own. */
+        while (upstream + n > host + 1 && upstream[n - 1] == '/') {
+            n--;
+        }
         d->upstream_kind = AURA_UPSTREAM_HTTP;
-        d->upstream = upstream;
+        d->upstream = apr_pstrmemdup(cmd->pool, upstream, n);
+        aura_set_service_seen(cmd);
     }
     else {
         return apr_psprintf(cmd->pool, "%s: upstream '%s' must be "
@@ -473,6 +522,7 @@ static const char *set_service(cmd_parms *cmd, void *dirv, const char *name,
                             cmd->cmd->name, upstream);
     }
     d->service = i;
+    d->location = plain_location(cmd);
     return NULL;
 }
 
@@ -997,6 +1047,11 @@ const command_rec aura_cmds[] = {
     AP_INIT_TAKE1("AuraRedisPoolMax", aura_set_limit_int,
                   (void *)APR_OFFSETOF(aura_server_conf_t, redis_pool_max),
                   RSRC_CONF, "Redis connections per child process, at most"),
+    AP_INIT_FLAG("AuraDBRouter", set_dir_flag,
+                 (void *)APR_OFFSETOF(aura_dir_conf_t, db_router),
+                 ACCESS_CONF,
+                 "Whether this Location is the /v1/db router: CRUD of a "
+                 "project with a dedicated PostgREST goes straight to it"),
     AP_INIT_RAW_ARGS("AuraBreaker", aura_set_breaker, NULL, RSRC_CONF,
                      "Circuit breaker of a service (or * for all): "
                      "threshold=<n> cooldown=<duration> probes=<n> "
@@ -1008,6 +1063,32 @@ const command_rec aura_cmds[] = {
     {NULL}
 };
 
+/* An HTTP upstream is mod_proxy's to reach, through the worker
+ * mod_aura_proxy chooses: without them such a route would fail on every
+ * request.  Refuse to start instead, naming the first such line. */
+static int http_route_modules_ok(apr_pool_t *pconf)
+{
+    static const char *const needed[] = {
+        "mod_proxy.c", "mod_proxy_http.c", "mod_aura_proxy.c", NULL
+    };
+    const char *at = NULL;
+    int i;
+
+    apr_pool_userdata_get((void **)&at, HTTP_ROUTE_KEY, pconf);
+    for (i = 0; at && needed[i]; i++) {
+        if (!ap_find_linked_module(needed[i])) {
+            ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
+                         AURA_LOGNO(00098) "AuraService with an http(s) "
+                         "upstream at %s needs mod_proxy, mod_proxy_http "
+                         "and mod_aura_proxy (%s is not loaded): add their "
+                         "LoadModule lines, mod_aura_proxy after mod_proxy",
+                         at, needed[i]);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* The plane modules are what make a plane do anything: a VirtualHost that
  * names a plane whose module is not loaded would silently serve nothing
  * of the policy.  Refuse to start instead (also under apachectl -t). */
@@ -1016,7 +1097,10 @@ int aura_check_config(apr_pool_t *pconf, apr_pool_t *plog,
 {
     server_rec *v;
 
-    (void)pconf; (void)plog; (void)ptemp;
+    (void)plog; (void)ptemp;
+    if (!http_route_modules_ok(pconf)) {
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
     for (v = s; v; v = v->next) {
         aura_server_conf_t *c = aura_server_conf(v);
         const char *need = NULL;

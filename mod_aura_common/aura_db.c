@@ -54,6 +54,9 @@ static const db_stmt_t stmts[AURA_DB_STMT_COUNT] = {
     { "aura_org_role",
       "SELECT role FROM memberships WHERE org_id = $1 AND user_id = $2",
       2 },
+    { "aura_project_topology",
+      "SELECT db_kind, topology, postgrest_target FROM projects"
+      " WHERE id = $1", 1 },
 };
 
 /* Written in child_init only. */

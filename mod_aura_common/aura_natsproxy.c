@@ -587,8 +587,7 @@ int aura_natsproxy_handler(request_rec *r)
         return DECLINED;
     }
     if (d->upstream_kind != AURA_UPSTREAM_NATS) {
-        return refuse(r, HTTP_SERVICE_UNAVAILABLE, "no-upstream",
-                      "HTTP upstreams are not available in this version");
+        return DECLINED;        /* mod_proxy's (aura_httpproxy.c) */
     }
     nc = aura_nats_conn();
     if (!aura_nats_connected()) {

@@ -86,6 +86,9 @@ typedef struct {
                                          &aura_quota_off = off */
     apr_hash_t *plan_quotas;          /* AuraPlanQuota: plan -> quota */
     int retries;                      /* AuraRetries, AURA_UNSET */
+    const char *location;             /* the <Location> prefix AuraService
+                                         was set in; NULL for a regex */
+    int db_router;                    /* AuraDBRouter, AURA_UNSET */
 } aura_dir_conf_t;
 
 /* A stage-1 zone (AuraRateLimitZone), as nginx's limit_req_zone: global,
@@ -224,6 +227,7 @@ typedef enum {
     AURA_DB_KEY_LOOKUP = 0,
     AURA_DB_PROJECT_ROLE,
     AURA_DB_ORG_ROLE,
+    AURA_DB_PROJECT_TOPOLOGY,
     AURA_DB_STMT_COUNT
 } aura_db_stmt_e;
 
@@ -323,6 +327,10 @@ typedef enum {
     AURA_CTR_NATS_RETRIES,     /* requests sent again after no responders */
     AURA_CTR_NATS_NO_RESPONDERS, /* no responders, retries spent */
     AURA_CTR_NATS_TIMEOUTS,    /* route budget spent waiting for a reply */
+    AURA_CTR_HTTP_TIMEOUTS,    /* route budget spent on an HTTP upstream */
+    AURA_CTR_DB_NATS,          /* /v1/db requests routed to aura-db */
+    AURA_CTR_DB_HTTP,          /* /v1/db requests sent to a PostgREST */
+    AURA_CTR_DB_UNRESOLVED,    /* /v1/db requests refused: no target */
     AURA_CTR_COUNT
 } aura_counter_e;
 void aura_count(aura_counter_e c);
@@ -424,6 +432,21 @@ int aura_breaker_status_ok(int status);
 void aura_breaker_describe(struct json_t *obj);
 const char *aura_set_breaker(cmd_parms *cmd, void *dummy, const char *args);
 const char *aura_set_retries(cmd_parms *cmd, void *dirv, const char *arg);
+
+/* aura_httpproxy.c: the HTTP path through mod_proxy. */
+int aura_http_claim(request_rec *r, const aura_dir_conf_t *d);
+void aura_http_target(request_rec *r, const char *origin, const char *url,
+                      apr_interval_time_t budget);
+int aura_http_fixups(request_rec *r);
+void aura_http_register(void);
+
+/* aura_dbrouter.c: /v1/db (AuraDBRouter On).  OK: nothing to do or
+ * decided (the request may now be a proxy request); else an error
+ * status with the problem noted. */
+int aura_db_route(request_rec *r);
+void aura_dbrouter_child_init(apr_pool_t *pchild, server_rec *s);
+/* Remember that a Location has an HTTP upstream (check_config). */
+void aura_set_service_seen(cmd_parms *cmd);
 
 /* aura_quota.c: stage 2. */
 apr_status_t aura_quota_post_config(apr_pool_t *pconf, server_rec *s);

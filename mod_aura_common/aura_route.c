@@ -88,6 +88,9 @@ AURA_DECLARE(int) aura_route_claim(request_rec *r)
     if (d->service == AURA_UNSET || !aura_request_get(r)) {
         return DECLINED;
     }
+    if (d->upstream_kind == AURA_UPSTREAM_HTTP) {
+        return aura_http_claim(r, d);
+    }
     r->handler = AURA_HANDLER_SERVICE;
     r->filename = apr_pstrcat(r->pool, FILENAME_PREFIX,
                               aura_service_names[d->service], NULL);

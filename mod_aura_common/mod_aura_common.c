@@ -56,10 +56,13 @@ static void aura_child_init(apr_pool_t *pchild, server_rec *s)
     aura_keystore_child_init(pchild, s);
     aura_jwks_child_init(pchild, s);
     aura_redis_child_init(pchild, s);
+    aura_dbrouter_child_init(pchild, s);
 }
 
 static void aura_register_hooks(apr_pool_t *p)
 {
+    static const char *const before_proxy[] = { "mod_proxy.c", NULL };
+
     (void)p;
     APR_REGISTER_OPTIONAL_FN(aura_common_api_version);
     ap_hook_pre_config(aura_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
@@ -71,6 +74,9 @@ static void aura_register_hooks(apr_pool_t *p)
     ap_hook_map_to_storage(aura_map_to_storage, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_handler(aura_natsproxy_handler, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_handler(aura_health_handler, NULL, NULL, APR_HOOK_MIDDLE);
+    /* Before mod_proxy's fixups, which canonicalize the URL the /v1/db
+     * router may just have set. */
+    ap_hook_fixups(aura_http_fixups, NULL, before_proxy, APR_HOOK_FIRST);
     ap_hook_insert_error_filter(aura_insert_problem_filter, NULL, NULL,
                                 APR_HOOK_MIDDLE);
     ap_hook_insert_filter(aura_insert_headers_filter, NULL, NULL,
@@ -82,6 +88,7 @@ static void aura_register_hooks(apr_pool_t *p)
     aura_problem_register();
     aura_headers_register();
     aura_keystore_register();
+    aura_http_register();
 }
 
 module AURA_DECLARE_DATA aura_common_module = {

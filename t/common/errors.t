@@ -105,7 +105,7 @@ is($res->code, 200, '900 KiB body: 200');
 ok($res->content eq $fits, '900 KiB body: echoed whole');
 is(exec_count($id), 1, '900 KiB body: executed once');
 
-# The NATS connection down is tested in nats_outage.t; HTTP upstreams
-# answer no-upstream until the mod_proxy path exists.
-problem_ok(GET('/v1/storage/object'), 503, 'no-upstream',
-           'HTTP upstream not wired yet');
+# The NATS connection down is tested in nats_outage.t; an HTTP upstream
+# that refuses connections:
+problem_ok(GET('/v1/test/deadhttp/object'), 503, 'upstream-error',
+           'HTTP upstream refusing connections');

@@ -114,6 +114,9 @@ LoadModule mpm_event_module $mods/mod_mpm_event.so
 LoadModule authz_core_module $mods/mod_authz_core.so
 LoadModule aura_common_module $top/mod_aura_common/mod_aura_common.so
 LoadModule aura_data_module $top/mod_aura_data/mod_aura_data.so
+LoadModule proxy_module $mods/mod_proxy.so
+LoadModule proxy_http_module $mods/mod_proxy_http.so
+LoadModule aura_proxy_module $top/mod_aura_proxy/mod_aura_proxy.so
 StartServers $n
 ServerLimit $n
 ThreadsPerChild 4

@@ -1,0 +1,235 @@
+/* Licensed under the Apache License, Version 2.0 (see LICENSE).
+ *
+ * aura_httpproxy.c: the HTTP path (DESIGN.md section 3).  A Location
+ * whose AuraService names an http(s):// upstream is handed to Apache's
+ * mod_proxy, not to a client of our own: mod_proxy_http streams bodies
+ * both ways, tunnels WebSocket upgrades and passes SSE on as it comes.
+ *
+ *   translate_name  aura_route_claim() -> aura_http_claim(): the request
+ *                   becomes a reverse-proxy request for the upstream URL
+ *                   (exactly what ProxyPass does), with notes saying
+ *                   which origin and which budget; a WebSocket upgrade
+ *                   goes to ws(s)://
+ *   fixups          FIRST, before mod_proxy's own: the verified identity
+ *                   replaces whatever Aura-* headers the client sent,
+ *                   and the service's breaker is asked; the /v1/db
+ *                   router may turn a NATS request into one of these
+ *   mod_proxy       mod_aura_proxy picks a pooled worker per (origin,
+ *                   budget) for the request (pre_request hook)
+ *   request_status  the outcome feeds the breaker (DESIGN.md section 8);
+ *                   mod_proxy's 502 for a response timeout becomes the
+ *                   client's 504 upstream-timeout
+ *
+ * mod_proxy's own hooks used here (fixups, request_status) are optional
+ * hooks: nothing links against mod_proxy.so, and the load order does not
+ * matter.  Choosing the worker needs mod_proxy's pre_request hook, an
+ * ordinary one, hence the small mod_aura_proxy loaded after mod_proxy.
+ */
+#include "aura_private.h"
+#include "aura_envelope.h"
+
+#include "http_core.h"
+#include "http_protocol.h"
+#include "http_request.h"
+#include "apr_strings.h"
+#include "apr_lib.h"
+#include "mod_proxy.h"
+
+#define HOLD_KEY "aura-http-breaker-hold"
+
+static int is_ours(request_rec *r)
+{
+    return r->proxyreq == PROXYREQ_REVERSE
+           && apr_table_get(r->notes, AURA_NOTE_ORIGIN) != NULL
+           && aura_request_get(r) != NULL;
+}
+
+/* "http://h:p/base" -> origin "http://h:p", and the base path. */
+static void split_upstream(apr_pool_t *p, const char *upstream,
+                           const char **origin, const char **base)
+{
+    const char *host = ap_strstr_c(upstream, "://") + 3;
+    const char *slash = ap_strchr_c(host, '/');
+
+    *origin = slash ? apr_pstrmemdup(p, upstream, slash - upstream)
+                    : upstream;
+    *base = slash ? slash : "";
+}
+
+/* The path after the Location's prefix, for a <Location> with a plain
+ * prefix; the whole path otherwise (LocationMatch, or no match). */
+static const char *path_rest(const request_rec *r, const aura_dir_conf_t *d)
+{
+    apr_size_t n;
+
+    if (!d->location) {
+        return r->uri;
+    }
+    n = strlen(d->location);
+    if (strncmp(r->uri, d->location, n)) {
+        return r->uri;
+    }
+    return apr_pstrcat(r->pool, "/", r->uri + n, NULL);
+}
+
+static int wants_websocket(const request_rec *r)
+{
+    const char *up = apr_table_get(r->headers_in, "Upgrade");
+
+    return up && ap_find_token(r->pool, up, "websocket");
+}
+
+/* Point r at url through mod_proxy, with its origin and budget noted for
+ * mod_aura_proxy (which picks the pooled worker) and for the fixups. */
+void aura_http_target(request_rec *r, const char *origin, const char *url,
+                      apr_interval_time_t budget)
+{
+    if (wants_websocket(r)) {
+        /* mod_proxy_http tunnels an upgrade for ws(s):// workers. */
+        url = apr_pstrcat(r->pool, strncasecmp(url, "https", 5) ? "ws"
+                                                                 : "wss",
+                          ap_strstr_c(url, "://"), NULL);
+        origin = apr_pstrcat(r->pool, strncasecmp(origin, "https", 5)
+                                      ? "ws" : "wss",
+                             ap_strstr_c(origin, "://"), NULL);
+    }
+    r->filename = apr_pstrcat(r->pool, "proxy:", url, NULL);
+    r->handler = "proxy-server";
+    r->proxyreq = PROXYREQ_REVERSE;
+    apr_table_setn(r->notes, AURA_NOTE_ORIGIN, origin);
+    apr_table_setn(r->notes, AURA_NOTE_BUDGET,
+                   apr_psprintf(r->pool, "%" APR_TIME_T_FMT,
+                                apr_time_as_msec(budget)));
+}
+
+int aura_http_claim(request_rec *r, const aura_dir_conf_t *d)
+{
+    const char *origin, *base;
+
+    split_upstream(r->pool, d->upstream, &origin, &base);
+    aura_http_target(r, origin,
+                     apr_pstrcat(r->pool, origin, base, path_rest(r, d),
+                                 NULL),
+                     aura_route_timeout(d));
+    return OK;
+}
+
+/* Client headers in the gateway's namespace are dropped: a client can
+ * never claim an identity (DESIGN.md section 8). */
+static int drop_aura(void *rec, const char *key, const char *val)
+{
+    apr_array_header_t *names = rec;
+
+    (void)val;
+    if (!strncasecmp(key, "aura-", 5)) {
+        APR_ARRAY_PUSH(names, const char *) = key;
+    }
+    return 1;
+}
+
+static void set_identity(request_rec *r, const aura_request_t *rq)
+{
+    apr_array_header_t *names = apr_array_make(r->pool, 4,
+                                               sizeof(const char *));
+    int i;
+
+    apr_table_do(drop_aura, names, r->headers_in, NULL);
+    for (i = 0; i < names->nelts; i++) {
+        apr_table_unset(r->headers_in, APR_ARRAY_IDX(names, i, const char *));
+    }
+    apr_table_setn(r->headers_in, AURA_HDR_REQUEST_ID, rq->request_id);
+    apr_table_setn(r->headers_in, "X-Request-Id", rq->request_id);
+    apr_table_setn(r->headers_in, AURA_HDR_PLANE, aura_plane_name(rq->plane));
+#define IDENTITY(h, v) if (v) apr_table_setn(r->headers_in, h, v)
+    IDENTITY(AURA_HDR_PROJECT, rq->project);
+    IDENTITY(AURA_HDR_ORG, rq->org);
+    IDENTITY(AURA_HDR_ROLE, rq->role);
+    IDENTITY(AURA_HDR_KEY_ROLE, rq->key_role);
+    IDENTITY(AURA_HDR_ACTOR, rq->actor);
+#undef IDENTITY
+}
+
+/* Right before mod_proxy contacts the upstream: the /v1/db router's
+ * decision (it may make this a proxy request), identity, breaker. */
+int aura_http_fixups(request_rec *r)
+{
+    aura_breaker_hold_t *hold = NULL;
+    int rc;
+
+    if (!ap_is_initial_req(r) || !aura_request_get(r)) {
+        return DECLINED;
+    }
+    rc = aura_db_route(r);
+    if (rc != OK) {
+        return rc;
+    }
+    if (!is_ours(r)) {
+        return DECLINED;
+    }
+    set_identity(r, aura_request_get(r));
+    rc = aura_breaker_enter(r, aura_dir_conf(r)->service, &hold);
+    if (rc != OK) {
+        return rc;
+    }
+    apr_pool_userdata_setn(hold, HOLD_KEY, NULL, r->pool);
+    return DECLINED;
+}
+
+/* After mod_proxy's attempt(s): the breaker's verdict, and the client's
+ * error in our words.  *status is mod_proxy's outcome: OK (the upstream
+ * answered, r->status is its status), 503 (it could not connect), 502
+ * (a broken or timed-out response: the note proxy_timedout says which),
+ * 504 (sending the body timed out), DONE (the client went away, or the
+ * upstream broke the body off after the headers). */
+static int request_status(int *status, request_rec *r)
+{
+    aura_breaker_hold_t *hold = NULL;
+
+    if (!is_ours(r)) {
+        return DECLINED;
+    }
+    apr_pool_userdata_get((void **)&hold, HOLD_KEY, r->pool);
+    switch (*status) {
+    case OK:
+        aura_breaker_verdict(hold, aura_breaker_status_ok(r->status));
+        break;
+    case DONE:
+        if (!r->connection->aborted) {
+            aura_breaker_verdict(hold, 0);
+        }
+        break;      /* a client that left says nothing: released */
+    case HTTP_BAD_GATEWAY:
+        aura_breaker_verdict(hold, 0);
+        if (apr_table_get(r->notes, "proxy_timedout")) {
+            *status = HTTP_GATEWAY_TIME_OUT;
+            aura_count(AURA_CTR_HTTP_TIMEOUTS);
+            aura_problem_note(r, "upstream-timeout", "the service did not "
+                              "answer within the route's budget");
+        }
+        else {
+            aura_problem_note(r, "upstream-error", "the service's answer "
+                              "was broken off or malformed");
+        }
+        break;
+    case HTTP_SERVICE_UNAVAILABLE:
+        aura_breaker_verdict(hold, 0);
+        aura_problem_note(r, "upstream-error",
+                          "the service cannot be reached");
+        break;
+    case HTTP_GATEWAY_TIME_OUT:
+        aura_breaker_verdict(hold, 0);
+        aura_count(AURA_CTR_HTTP_TIMEOUTS);
+        aura_problem_note(r, "upstream-timeout", "the service did not take "
+                          "the request within the route's budget");
+        break;
+    default:
+        break;      /* refused before contacting it: released */
+    }
+    return OK;
+}
+
+void aura_http_register(void)
+{
+    APR_OPTIONAL_HOOK(proxy, request_status, request_status, NULL, NULL,
+                      APR_HOOK_MIDDLE);
+}
