@@ -176,7 +176,8 @@ int aura_db_route(request_rec *r)
     }
     project.db_kind = t.db_kind[0] ? t.db_kind : NULL;
     project.topology = t.topology[0] ? t.topology : NULL;
-    project.target = t.has_target ? t.target : NULL;
+    /* t is on the stack: what outlives this call is copied. */
+    project.target = t.has_target ? apr_pstrdup(r->pool, t.target) : NULL;
     switch (aura_dbroute_decide(r->method, rest, t.found ? &project : NULL,
                                 &why)) {
     case AURA_DBR_HTTP:
