@@ -23,6 +23,7 @@ use IO::Select;
 use Time::HiRes qw(time sleep);
 use Aura::Test qw(ANON_KEY default_key exec_count new_reqid wait_until
                   t_dir error_log_size error_log_since);
+use Aura::Stream qw(pattern_ok httpd_children rss_sum read_chunked);
 
 plan tests => 9 + 3 + 5 + 8 + 6 + 4 + 3;
 
@@ -31,20 +32,12 @@ Apache::TestRequest::module('aura_data');
 
 use constant MiB => 1024 * 1024;
 
-# Byte i of every streamed body is (i * 31 + 7) & 0xff: one period of 256
-# bytes, repeated far enough to cover any piece the reader hands over.
-my $period = join('', map { chr(($_ * 31 + 7) & 0xff) } 0 .. 255);
-my $pattern = $period x (65536 / 256 + 2);
-
-# Checks $data as the body bytes at $offset; false on the first mismatch.
-sub pattern_ok {
-    my ($data, $offset) = @_;
-    for (my $at = 0; $at < length $data; $at += 65536) {
-        my $piece = substr($data, $at, 65536);
-        return 0 unless $piece eq substr($pattern, ($offset + $at) % 256,
-                                         length $piece);
-    }
-    return 1;
+# The data plane's connection: a request with the anon key.
+sub open_stream {
+    my ($path, %hdr) = @_;
+    return Aura::Stream::open_stream(Apache::TestRequest::hostport(),
+                                     'GET', $path, apikey => ANON_KEY,
+                                     %hdr);
 }
 
 sub service_log {
@@ -52,95 +45,6 @@ sub service_log {
     local $/;
     my $text = <$fh>;
     return defined $text ? $text : '';
-}
-
-# --- memory of the httpd children ------------------------------------------
-
-sub httpd_children {
-    open(my $fh, '<', t_dir() . '/logs/httpd.pid') or return ();
-    my $parent = <$fh>;
-    close $fh;
-    chomp $parent;
-    my @kids;
-    for my $dir (glob '/proc/[0-9]*') {
-        open(my $st, '<', "$dir/status") or next;
-        local $/;
-        my $text = <$st>;
-        push @kids, $1 if $text =~ /^PPid:\s*\Q$parent\E$/m
-                          && $dir =~ m{/(\d+)$};
-    }
-    return @kids;
-}
-
-# Summed VmRSS of @pids in bytes.
-sub rss_sum {
-    my $sum = 0;
-    for my $pid (@_) {
-        open(my $st, '<', "/proc/$pid/status") or next;
-        local $/;
-        my $text = <$st>;
-        $sum += $1 * 1024 if $text =~ /^VmRSS:\s*(\d+)\s*kB/m;
-    }
-    return $sum;
-}
-
-# --- a raw HTTP/1.1 client that reads a chunked body at its own pace ------
-
-sub open_stream {
-    my ($path, %hdr) = @_;
-    my $sock = IO::Socket::INET->new(PeerAddr => Apache::TestRequest::hostport(),
-                                     Timeout => 10) or die "connect: $!";
-    binmode $sock;
-    my $req = "GET $path HTTP/1.1\r\nHost: localhost\r\napikey: "
-              . ANON_KEY . "\r\n";
-    $req .= "$_: $hdr{$_}\r\n" for sort keys %hdr;
-    print $sock "$req\r\n";
-    my $buf = '';
-    while ($buf !~ /\r\n\r\n/) {
-        IO::Select->new($sock)->can_read(30) or die "no response head";
-        my $n = sysread($sock, $buf, 65536, length $buf);
-        die "connection closed before the head" unless $n;
-    }
-    my ($head, $rest) = split /\r\n\r\n/, $buf, 2;
-    my ($status) = $head =~ m{^HTTP/1\.1 (\d{3}) };
-    my %h;
-    $h{lc $1} = $2 while $head =~ /^([^:\r\n]+):\s*([^\r\n]*)/mg;
-    return ($sock, $status, \%h, $rest);
-}
-
-# De-chunks the body, handing each piece (at most 64 KiB) to $cb->(data,
-# offset).  Returns (bytes, complete): complete when the last chunk came,
-# 0 when the connection closed before it.
-sub read_chunked {
-    my ($sock, $buf, $cb) = @_;
-    my ($state, $left, $bytes) = ('size', 0, 0);
-    for (;;) {
-        if ($state eq 'size' && $buf =~ s/\A([0-9a-fA-F]+)[^\r\n]*\r\n//) {
-            $left = hex $1;
-            $state = $left ? 'data' : 'trailer';
-            next;
-        }
-        if ($state eq 'data' && length $buf) {
-            my $n = $left < length $buf ? $left : length $buf;
-            $n = 65536 if $n > 65536;
-            $cb->(substr($buf, 0, $n, ''), $bytes);
-            $bytes += $n;
-            $left -= $n;
-            $state = 'crlf' unless $left;
-            next;
-        }
-        if ($state eq 'crlf' && length($buf) >= 2) {
-            die "bad chunk framing" unless substr($buf, 0, 2, '') eq "\r\n";
-            $state = 'size';
-            next;
-        }
-        if ($state eq 'trailer' && $buf =~ /\A\r\n/) {
-            return ($bytes, 1);
-        }
-        IO::Select->new($sock)->can_read(30) or die "body stalled";
-        my $n = sysread($sock, $buf, 65536, length $buf);
-        return ($bytes, 0) unless $n;
-    }
 }
 
 # Whether the server closed the connection (EOF) within a few seconds.
