@@ -12,6 +12,16 @@
  * cleanup of the request pool: a half-open breaker's probe is never
  * lost.  State changes are logged by the one request whose
  * compare-and-swap made them, so once across all children.
+ *
+ * Dedicated PostgREST targets do not share a failure domain: each has a
+ * breaker of its own (settings: AuraBreaker postgrest ...), in a table
+ * of the shared segment filled on first use (aura_limiter.c's keyed hash
+ * picks the slot, linear probing over PROBE_RUN slots).  A mod_watchdog
+ * callback frees the entries of targets idle for AuraTargetSweepInterval
+ * whose breaker is closed, so the table holds the targets in use, not
+ * every target ever seen.  When no slot is free the request goes on
+ * without a breaker for its target (counted, logged once a minute):
+ * degraded, never refused and never blocking.
  */
 #include "aura_private.h"
 #include "aura_breaker_fsm.h"
@@ -19,59 +29,110 @@
 #include "apr_atomic.h"
 #include "apr_strings.h"
 
+#include "mod_watchdog.h"
+
 #include <jansson.h>
 
 #define NS_PER_MS APR_UINT64_C(1000000)
+/* Slots a target's hash may use, from its home slot on. */
+#define PROBE_RUN 16
+#define SWEEP_WATCHDOG "aura-target-sweep"
 
-/* Written in post_config only: the effective settings per service. */
-static aura_breaker_conf_t confs[AURA_SVC_COUNT];
+/* Written in post_config only: the effective settings per service, and
+ * at [AURA_SVC_COUNT] those of the dedicated PostgREST targets. */
+static aura_breaker_conf_t confs[AURA_SVC_COUNT + 1];
+static apr_interval_time_t sweep_interval;
 
 struct aura_breaker_hold_t {
     request_rec *r;
-    int service;
+    volatile apr_uint64_t *word;
+    const aura_breaker_conf_t *conf;
+    const char *what;           /* "service X" or "target Y", for logs */
     aura_breaker_ticket_e ticket;
     int done;
 };
 
-static int slot_of(int service)
+static volatile apr_uint64_t *service_word(int service)
 {
-    return 1 + service;     /* 0 is Redis's (AURA_BREAKER_REDIS) */
+    return aura_shm_breaker(1 + service);   /* 0 is Redis's */
+}
+
+static apr_status_t conf_for(const apr_array_header_t *set, int svc,
+                             aura_breaker_conf_t *c)
+{
+    apr_uint32_t threshold = AURA_DEFAULT_BREAKER_THRESHOLD;
+    apr_uint32_t cooldown = AURA_DEFAULT_BREAKER_COOLDOWN_MS;
+    apr_uint32_t probes = AURA_DEFAULT_BREAKER_PROBES;
+    apr_uint32_t ttl = AURA_DEFAULT_BREAKER_PROBE_TTL_MS;
+    int i;
+
+    /* The lines that concern it ("*" or its name) apply in configuration
+     * order, each setting only the fields it names: later lines win,
+     * field by field. */
+    for (i = 0; set && i < set->nelts; i++) {
+        const aura_breaker_setting_t *b =
+            &APR_ARRAY_IDX(set, i, aura_breaker_setting_t);
+
+        if (b->service != -1 && b->service != svc) {
+            continue;
+        }
+        threshold = b->threshold ? b->threshold : threshold;
+        cooldown = b->cooldown_ms ? b->cooldown_ms : cooldown;
+        probes = b->probes ? b->probes : probes;
+        ttl = b->probe_ttl_ms ? b->probe_ttl_ms : ttl;
+    }
+    if (aura_breaker_conf_init(c, threshold, cooldown, probes)
+        != APR_SUCCESS) {
+        return APR_EINVAL;
+    }
+    c->probe_ttl_ms = ttl;
+    return APR_SUCCESS;
+}
+
+static apr_status_t sweep_targets(int state, void *data, apr_pool_t *p);
+
+static apr_status_t register_sweep(apr_pool_t *pconf, server_rec *s)
+{
+    APR_OPTIONAL_FN_TYPE(ap_watchdog_get_instance) *get =
+        APR_RETRIEVE_OPTIONAL_FN(ap_watchdog_get_instance);
+    APR_OPTIONAL_FN_TYPE(ap_watchdog_register_callback) *reg =
+        APR_RETRIEVE_OPTIONAL_FN(ap_watchdog_register_callback);
+    ap_watchdog_t *wd;
+    apr_status_t rv;
+
+    if (!get || !reg) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, AURA_LOGNO(00120)
+                     "mod_watchdog is not available: idle entries of the "
+                     "target breaker table are never swept, and once it "
+                     "is full new targets go without a breaker");
+        return APR_SUCCESS;
+    }
+    /* One child at a time sweeps: the table is shared. */
+    rv = get(&wd, SWEEP_WATCHDOG, 0, 1, pconf);
+    if (rv == APR_SUCCESS) {
+        rv = reg(wd, sweep_interval, s, sweep_targets);
+    }
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, s, AURA_LOGNO(00121)
+                     "cannot register the target breaker sweep with "
+                     "mod_watchdog");
+    }
+    return APR_SUCCESS;
 }
 
 apr_status_t aura_breaker_post_config(apr_pool_t *pconf, server_rec *s)
 {
-    const apr_array_header_t *set = aura_server_conf(s)->breakers;
-    int svc, i;
+    const aura_server_conf_t *c = aura_server_conf(s);
+    int svc;
 
-    (void)pconf;
-    for (svc = 0; svc < AURA_SVC_COUNT; svc++) {
-        apr_uint32_t threshold = AURA_DEFAULT_BREAKER_THRESHOLD;
-        apr_uint32_t cooldown = AURA_DEFAULT_BREAKER_COOLDOWN_MS;
-        apr_uint32_t probes = AURA_DEFAULT_BREAKER_PROBES;
-        apr_uint32_t ttl = AURA_DEFAULT_BREAKER_PROBE_TTL_MS;
-
-        /* The lines that concern the service ("*" or its name) apply in
-         * configuration order, each setting only the fields it names:
-         * later lines win, field by field. */
-        for (i = 0; set && i < set->nelts; i++) {
-            const aura_breaker_setting_t *b =
-                &APR_ARRAY_IDX(set, i, aura_breaker_setting_t);
-
-            if (b->service != -1 && b->service != svc) {
-                continue;
-            }
-            threshold = b->threshold ? b->threshold : threshold;
-            cooldown = b->cooldown_ms ? b->cooldown_ms : cooldown;
-            probes = b->probes ? b->probes : probes;
-            ttl = b->probe_ttl_ms ? b->probe_ttl_ms : ttl;
-        }
-        if (aura_breaker_conf_init(&confs[svc], threshold, cooldown, probes)
-            != APR_SUCCESS) {
+    for (svc = 0; svc <= AURA_SVC_COUNT; svc++) {
+        if (conf_for(c->breakers, svc, &confs[svc]) != APR_SUCCESS) {
             return APR_EINVAL;
         }
-        confs[svc].probe_ttl_ms = ttl;
     }
-    return APR_SUCCESS;
+    sweep_interval = c->target_sweep != AURA_UNSET
+                     ? c->target_sweep : AURA_DEFAULT_TARGET_SWEEP;
+    return register_sweep(pconf, s);
 }
 
 static apr_uint32_t now_ms(void)
@@ -79,28 +140,23 @@ static apr_uint32_t now_ms(void)
     return (apr_uint32_t)(aura_clock_ns() / NS_PER_MS);
 }
 
-static void log_change(request_rec *r, int service,
-                       aura_breaker_change_e change)
+static void log_change(aura_breaker_hold_t *h, aura_breaker_change_e change)
 {
-    const char *name = aura_service_names[service];
-
     switch (change) {
     case AURA_BRK_TO_OPEN:
         aura_count(AURA_CTR_BREAKER_OPENED);
-        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, AURA_LOGNO(00090)
-                      "breaker of service %s opened: requests to it are "
-                      "refused for %u ms, then up to %u probes are let "
-                      "through", name, confs[service].cooldown_ms,
-                      confs[service].probes);
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, h->r, AURA_LOGNO(00090)
+                      "breaker of %s opened: requests to it are refused "
+                      "for %u ms, then up to %u probes are let through",
+                      h->what, h->conf->cooldown_ms, h->conf->probes);
         break;
     case AURA_BRK_TO_HALF_OPEN:
-        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, AURA_LOGNO(00091)
-                      "breaker of service %s half-open: probing", name);
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, h->r, AURA_LOGNO(00091)
+                      "breaker of %s half-open: probing", h->what);
         break;
     case AURA_BRK_TO_CLOSED:
-        ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, r, AURA_LOGNO(00092)
-                      "breaker of service %s closed: the probe succeeded",
-                      name);
+        ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, h->r, AURA_LOGNO(00092)
+                      "breaker of %s closed: the probe succeeded", h->what);
         break;
     default:
         break;
@@ -113,64 +169,152 @@ static apr_status_t hold_cleanup(void *data)
 
     if (!h->done) {
         h->done = 1;
-        aura_breaker_release(aura_shm_breaker(slot_of(h->service)),
-                             h->ticket);
+        aura_breaker_release(h->word, h->ticket);
     }
     return APR_SUCCESS;
 }
 
-int aura_breaker_enter(request_rec *r, int service, aura_breaker_hold_t **out)
+/* The ticket of word for r: OK with *out, or 503 breaker-open. */
+static int enter(request_rec *r, volatile apr_uint64_t *word,
+                 const aura_breaker_conf_t *conf, const char *what,
+                 aura_breaker_hold_t **out)
 {
-    volatile apr_uint64_t *word = aura_shm_breaker(slot_of(service));
     aura_breaker_change_e change = AURA_BRK_SAME;
     apr_uint32_t retry_ms = 0;
-    aura_breaker_hold_t *h;
-    aura_breaker_ticket_e t;
+    aura_breaker_hold_t *h = apr_pcalloc(r->pool, sizeof(*h));
 
-    *out = NULL;
-    if (!word || service < 0 || service >= AURA_SVC_COUNT) {
-        return OK;
-    }
-    t = aura_breaker_acquire(word, &confs[service], now_ms(), &change,
-                             &retry_ms);
-    log_change(r, service, change);
-    if (t == AURA_BRK_DENY) {
+    h->r = r;
+    h->word = word;
+    h->conf = conf;
+    h->what = what;
+    h->ticket = aura_breaker_acquire(word, conf, now_ms(), &change,
+                                     &retry_ms);
+    log_change(h, change);
+    if (h->ticket == AURA_BRK_DENY) {
         aura_count(AURA_CTR_BREAKER_REJECTED);
         apr_table_setn(r->err_headers_out, "Retry-After",
                        apr_psprintf(r->pool, "%u",
                                     retry_ms ? (retry_ms + 999) / 1000 : 1));
         aura_problem_note(r, "breaker-open",
-                          apr_psprintf(r->pool, "the %s service is failing; "
-                                       "the gateway does not call it for "
-                                       "now", aura_service_names[service]));
+                          apr_psprintf(r->pool, "%s is failing; the gateway "
+                                       "does not call it for now", what));
         return HTTP_SERVICE_UNAVAILABLE;
     }
-    h = apr_pcalloc(r->pool, sizeof(*h));
-    h->r = r;
-    h->service = service;
-    h->ticket = t;
     apr_pool_cleanup_register(r->pool, h, hold_cleanup,
                               apr_pool_cleanup_null);
     *out = h;
     return OK;
 }
 
-void aura_breaker_verdict(aura_breaker_hold_t *h, int success)
+int aura_breaker_enter(request_rec *r, int service, aura_breaker_hold_t **out)
 {
     volatile apr_uint64_t *word;
+
+    *out = NULL;
+    if (service < 0 || service >= AURA_SVC_COUNT
+        || !(word = service_word(service))) {
+        return OK;
+    }
+    return enter(r, word, &confs[service],
+                 apr_pstrcat(r->pool, "service ", aura_service_names[service],
+                             NULL), out);
+}
+
+/* ---- dedicated PostgREST targets ------------------------------------ */
+
+static aura_target_slot_t *target_slot(request_rec *r, const char *target)
+{
+    apr_uint64_t n, home, key, i, now = now_ms();
+    aura_target_slot_t *t = aura_shm_targets(&n);
+
+    if (!t) {
+        return NULL;
+    }
+    key = aura_limiter_key("target", target, NULL, 0);
+    key = key ? key : 1;
+    home = key & (n - 1);
+    /* Its slot if it has one... */
+    for (i = 0; i < PROBE_RUN; i++) {
+        aura_target_slot_t *e = &t[(home + i) & (n - 1)];
+
+        if (apr_atomic_read64(&e->key) == key) {
+            apr_atomic_set64(&e->used, now);
+            return e;
+        }
+    }
+    /* ...else the first free one, claimed by compare-and-swap. */
+    for (i = 0; i < PROBE_RUN; i++) {
+        aura_target_slot_t *e = &t[(home + i) & (n - 1)];
+
+        if (!apr_atomic_read64(&e->key)
+            && apr_atomic_cas64(&e->key, key, 0) == 0) {
+            apr_atomic_set64(&e->word, 0);
+            apr_atomic_set64(&e->used, now);
+            apr_cpystrn(e->name, target, sizeof(e->name));
+            return e;
+        }
+    }
+    aura_count(AURA_CTR_TARGETS_FULL);
+    aura_limiter_full(r);
+    return NULL;
+}
+
+int aura_breaker_enter_target(request_rec *r, const char *target,
+                              aura_breaker_hold_t **out)
+{
+    aura_target_slot_t *e = target_slot(r, target);
+
+    *out = NULL;
+    if (!e) {
+        return OK;
+    }
+    return enter(r, &e->word, &confs[AURA_SVC_COUNT],
+                 apr_pstrcat(r->pool, "target ", target, NULL), out);
+}
+
+/* mod_watchdog, one child at a time: entries idle for a whole interval
+ * whose breaker is closed carry nothing worth keeping. */
+static apr_status_t sweep_targets(int state, void *data, apr_pool_t *p)
+{
+    server_rec *s = data;
+    apr_uint64_t n, i, now = now_ms(), idle = apr_time_as_msec(sweep_interval);
+    aura_target_slot_t *t = aura_shm_targets(&n);
+    int freed = 0;
+
+    (void)p;
+    if (state != AP_WATCHDOG_STATE_RUNNING || !t) {
+        return APR_SUCCESS;
+    }
+    for (i = 0; i < n; i++) {
+        apr_uint64_t key = apr_atomic_read64(&t[i].key);
+        apr_uint64_t used = apr_atomic_read64(&t[i].used);
+
+        if (key && (apr_uint32_t)(now - used) >= idle
+            && aura_breaker_state(apr_atomic_read64(&t[i].word), NULL, NULL)
+               == AURA_BRK_CLOSED
+            && apr_atomic_cas64(&t[i].key, 0, key) == key) {
+            freed++;
+        }
+    }
+    if (freed) {
+        ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s, AURA_LOGNO(00122)
+                     "target breaker sweep: %d idle entries freed", freed);
+    }
+    return APR_SUCCESS;     /* anything else would stop the callback */
+}
+
+void aura_breaker_verdict(aura_breaker_hold_t *h, int success)
+{
     aura_breaker_change_e change;
 
     if (!h || h->done) {
         return;
     }
     h->done = 1;
-    word = aura_shm_breaker(slot_of(h->service));
     change = success
-             ? aura_breaker_success(word, &confs[h->service], h->ticket,
-                                    now_ms())
-             : aura_breaker_failure(word, &confs[h->service], h->ticket,
-                                    now_ms());
-    log_change(h->r, h->service, change);
+             ? aura_breaker_success(h->word, h->conf, h->ticket, now_ms())
+             : aura_breaker_failure(h->word, h->conf, h->ticket, now_ms());
+    log_change(h, change);
 }
 
 /* DESIGN.md section 8: an answer is the service working, even a 500 or
@@ -182,24 +326,38 @@ int aura_breaker_status_ok(int status)
            && status != HTTP_GATEWAY_TIME_OUT;
 }
 
-/* For /health with AuraHealthDetail: each service's breaker state. */
-void aura_breaker_describe(json_t *obj)
+static json_t *state_json(apr_uint64_t word)
 {
     static const char *const states[] = { "closed", "open", "half-open" };
+    apr_uint32_t failures = 0, in_flight = 0;
+    aura_breaker_state_e st = aura_breaker_state(word, &failures, &in_flight);
+
+    return json_pack("{s:s,s:i}", "state", states[st], "failures",
+                     (int)failures);
+}
+
+/* For /health with AuraHealthDetail: each service's breaker state, and
+ * the targets in the table. */
+void aura_breaker_describe(json_t *obj)
+{
+    apr_uint64_t n, i;
+    aura_target_slot_t *t = aura_shm_targets(&n);
+    json_t *targets = json_object();
     int svc;
 
     for (svc = 0; svc < AURA_SVC_COUNT; svc++) {
-        volatile apr_uint64_t *word = aura_shm_breaker(slot_of(svc));
-        apr_uint32_t failures = 0, in_flight = 0;
-        aura_breaker_state_e st;
+        volatile apr_uint64_t *word = service_word(svc);
 
-        if (!word) {
-            return;
+        if (word) {
+            json_object_set_new(obj, aura_service_names[svc],
+                                state_json(apr_atomic_read64(word)));
         }
-        st = aura_breaker_state(apr_atomic_read64(word), &failures,
-                                &in_flight);
-        json_object_set_new(obj, aura_service_names[svc],
-                            json_pack("{s:s,s:i}", "state", states[st],
-                                      "failures", (int)failures));
     }
+    for (i = 0; t && i < n; i++) {
+        if (apr_atomic_read64(&t[i].key)) {
+            json_object_set_new(targets, t[i].name,
+                                state_json(apr_atomic_read64(&t[i].word)));
+        }
+    }
+    json_object_set_new(obj, "targets", targets);
 }

@@ -81,6 +81,7 @@ void *aura_create_server_conf(apr_pool_t *p, server_rec *s)
     c->redis_retry = AURA_UNSET;
     c->redis_pool_max = AURA_UNSET;
     c->breakers = NULL;
+    c->target_sweep = AURA_UNSET;
     return c;
 }
 
@@ -147,6 +148,7 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     c->redis_pool_max = merge_int(base->redis_pool_max, add->redis_pool_max);
     c->breakers = (apr_array_header_t *)merge_ptr(base->breakers,
                                                   add->breakers);
+    c->target_sweep = merge_time(base->target_sweep, add->target_sweep);
     return c;
 }
 
@@ -1056,6 +1058,10 @@ const command_rec aura_cmds[] = {
                      "Circuit breaker of a service (or * for all): "
                      "threshold=<n> cooldown=<duration> probes=<n> "
                      "probe-timeout=<duration>"),
+    AP_INIT_TAKE1("AuraTargetSweepInterval", aura_set_target_sweep, NULL,
+                  RSRC_CONF,
+                  "How long a dedicated PostgREST target may stay unused "
+                  "before its closed breaker is dropped from the table"),
     AP_INIT_TAKE1("AuraRetries", aura_set_retries, NULL,
                   RSRC_CONF | ACCESS_CONF,
                   "Times a request is sent again when no service instance "

@@ -185,6 +185,7 @@ int aura_db_route(request_rec *r)
                       "db router: project %s -> %s (%s)", rq->project,
                       project.target, why);
         aura_count(AURA_CTR_DB_HTTP);
+        apr_table_setn(r->notes, AURA_NOTE_TARGET, project.target);
         aura_http_target(r, project.target,
                          aura_dbroute_url(r->pool, project.target, rest,
                                           NULL),

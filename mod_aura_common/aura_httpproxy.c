@@ -154,6 +154,7 @@ static void set_identity(request_rec *r, const aura_request_t *rq)
 int aura_http_fixups(request_rec *r)
 {
     aura_breaker_hold_t *hold = NULL;
+    const char *target;
     int rc;
 
     if (!ap_is_initial_req(r) || !aura_request_get(r)) {
@@ -167,7 +168,11 @@ int aura_http_fixups(request_rec *r)
         return DECLINED;
     }
     set_identity(r, aura_request_get(r));
-    rc = aura_breaker_enter(r, aura_dir_conf(r)->service, &hold);
+    /* A dedicated PostgREST has a breaker of its own: one dead target
+     * leaves the others alone. */
+    target = apr_table_get(r->notes, AURA_NOTE_TARGET);
+    rc = target ? aura_breaker_enter_target(r, target, &hold)
+                : aura_breaker_enter(r, aura_dir_conf(r)->service, &hold);
     if (rc != OK) {
         return rc;
     }

@@ -350,16 +350,19 @@ const char *aura_set_breaker(cmd_parms *cmd, void *dummy, const char *args)
     if (!strcmp(word, "*")) {
         b.service = -1;
     }
+    else if (!strcasecmp(word, "postgrest")) {
+        b.service = AURA_SVC_COUNT;
+    }
     for (i = 0; i < AURA_SVC_COUNT && b.service == -2; i++) {
         if (!strcasecmp(word, aura_service_names[i])) {
             b.service = i;
         }
     }
     if (b.service == -2) {
-        return apr_psprintf(cmd->pool, "%s: '%s' is not * or a service "
-                            "(auth | db | storage | functions | realtime | "
-                            "notifications | ai | provisioner | control)",
-                            cmd->cmd->name, word);
+        return apr_psprintf(cmd->pool, "%s: '%s' is not *, postgrest or a "
+                            "service (auth | db | storage | functions | "
+                            "realtime | notifications | ai | provisioner | "
+                            "control)", cmd->cmd->name, word);
     }
     while (*(word = ap_getword_conf(cmd->temp_pool, &args))) {
         apr_interval_time_t t;
@@ -397,7 +400,8 @@ const char *aura_set_breaker(cmd_parms *cmd, void *dummy, const char *args)
                             "cooldown=, probes=, probe-timeout=)",
                             cmd->cmd->name,
                             b.service == -1 ? "*"
-                                            : aura_service_names[b.service]);
+                            : b.service == AURA_SVC_COUNT ? "postgrest"
+                            : aura_service_names[b.service]);
     }
     if (!c->breakers) {
         c->breakers = apr_array_make(cmd->pool, 4,
@@ -412,4 +416,16 @@ const char *aura_set_retries(cmd_parms *cmd, void *dirv, const char *arg)
     aura_dir_conf_t *d = dirv;
 
     return aura_parse_int(cmd, arg, 0, 10, &d->retries);
+}
+
+const char *aura_set_target_sweep(cmd_parms *cmd, void *dummy,
+                                  const char *arg)
+{
+    const char *err = aura_global_only(cmd);
+
+    (void)dummy;
+    return err ? err
+               : aura_parse_duration(cmd, arg, apr_time_from_msec(100),
+                                     apr_time_from_sec(86400),
+                                     &aura_cmd_server_conf(cmd)->target_sweep);
 }

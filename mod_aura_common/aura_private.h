@@ -161,11 +161,14 @@ typedef struct {
     int redis_pool_max;                    /* AuraRedisPoolMax */
     apr_array_header_t *breakers;          /* AuraBreaker lines
                                               (aura_breaker_setting_t) */
+    apr_interval_time_t target_sweep;      /* AuraTargetSweepInterval */
 } aura_server_conf_t;
 
 /* One AuraBreaker line; 0 = not set by this line. */
 typedef struct {
-    int service;                /* aura_service_e, -1 for "*" */
+    int service;                /* aura_service_e, -1 for "*",
+                                   AURA_SVC_COUNT for "postgrest" (the
+                                   dedicated targets) */
     apr_uint32_t threshold;
     apr_uint32_t cooldown_ms;
     apr_uint32_t probes;
@@ -178,6 +181,7 @@ typedef struct {
 /* Longer than the longest budget of the sample (functions, 380 s). */
 #define AURA_DEFAULT_BREAKER_PROBE_TTL_MS 400000
 #define AURA_DEFAULT_RETRIES              2
+#define AURA_DEFAULT_TARGET_SWEEP         apr_time_from_sec(60)
 /* Retries may be at most this share of the requests waiting on an
  * upstream, across all children, but always this many (Envoy's retry
  * budget: 20 %, at least 3). */
@@ -331,6 +335,7 @@ typedef enum {
     AURA_CTR_DB_NATS,          /* /v1/db requests routed to aura-db */
     AURA_CTR_DB_HTTP,          /* /v1/db requests sent to a PostgREST */
     AURA_CTR_DB_UNRESOLVED,    /* /v1/db requests refused: no target */
+    AURA_CTR_TARGETS_FULL,     /* a target went without a breaker */
     AURA_CTR_COUNT
 } aura_counter_e;
 void aura_count(aura_counter_e c);
@@ -349,6 +354,16 @@ typedef enum {
     AURA_FLAG_COUNT
 } aura_flag_e;
 volatile apr_uint64_t *aura_shm_flag(aura_flag_e f);
+
+/* The breakers of dedicated PostgREST targets (aura_breaker.c). */
+#define AURA_TARGET_SLOTS 1024
+typedef struct {
+    volatile apr_uint64_t key;   /* keyed hash of the target; 0: free */
+    volatile apr_uint64_t word;  /* its breaker (aura_breaker_fsm.h) */
+    volatile apr_uint64_t used;  /* ms clock of its last request */
+    char name[104];              /* the target, for /health (truncated) */
+} aura_target_slot_t;
+aura_target_slot_t *aura_shm_targets(apr_uint64_t *n);
 
 /* The stage-1 table and the key of its hash. */
 aura_limiter_slot_t *aura_shm_limiter(apr_uint64_t *sets);
@@ -425,6 +440,9 @@ apr_status_t aura_breaker_post_config(apr_pool_t *pconf, server_rec *s);
 /* OK with *hold set (NULL: no breaker), or 503 breaker-open noted. */
 int aura_breaker_enter(request_rec *r, int service,
                        aura_breaker_hold_t **hold);
+/* The same for a dedicated PostgREST target's own breaker. */
+int aura_breaker_enter_target(request_rec *r, const char *target,
+                              aura_breaker_hold_t **hold);
 /* The outcome; a hold without one is released by r->pool's cleanup. */
 void aura_breaker_verdict(aura_breaker_hold_t *hold, int success);
 /* The verdict of an HTTP status the upstream answered with. */
@@ -432,8 +450,11 @@ int aura_breaker_status_ok(int status);
 void aura_breaker_describe(struct json_t *obj);
 const char *aura_set_breaker(cmd_parms *cmd, void *dummy, const char *args);
 const char *aura_set_retries(cmd_parms *cmd, void *dirv, const char *arg);
+const char *aura_set_target_sweep(cmd_parms *cmd, void *dummy,
+                                  const char *arg);
 
 /* aura_httpproxy.c: the HTTP path through mod_proxy. */
+#define AURA_NOTE_TARGET "aura-db-target"   /* a dedicated PostgREST */
 int aura_http_claim(request_rec *r, const aura_dir_conf_t *d);
 void aura_http_target(request_rec *r, const char *origin, const char *url,
                       apr_interval_time_t budget);

@@ -28,7 +28,7 @@
 #include <jansson.h>
 
 #define AURA_SHM_MAGIC    0x41555241u /* "AURA" */
-#define AURA_SHM_LAYOUT   3u
+#define AURA_SHM_LAYOUT   4u
 #define AURA_MUTEX_TYPE   "aura-shm"
 #define AURA_RETAINED_KEY "mod_aura_common-shm"
 
@@ -41,6 +41,9 @@
  *   +-----------------------------+ JWKS_OFFSET = APR_ALIGN(header, 64)
  *   | aura_shm_jwks_t [16]        |  one JWKS document per VirtualHost
  *   |                             |  (version, last refresh, bytes)
+ *   +-----------------------------+ TARGETS_OFFSET = APR_ALIGN(..., 64)
+ *   | aura_target_slot_t [1024]   |  breakers of dedicated PostgREST
+ *   |                             |  targets
  *   +-----------------------------+ LIMITER_OFFSET = APR_ALIGN(..., 64)
  *   | aura_limiter_slot_t         |  the rate limiters' GCRA table:
  *   |   [sets * 8]                |  AuraRateLimitEntries rounded up
@@ -75,15 +78,19 @@ static aura_shm_header_t *shm_base;
 static apr_global_mutex_t *shm_mutex;
 
 #define JWKS_OFFSET APR_ALIGN(sizeof(aura_shm_header_t), 64)
-#define LIMITER_OFFSET \
+#define TARGETS_OFFSET \
     APR_ALIGN(JWKS_OFFSET + AURA_JWKS_SLOTS * sizeof(aura_shm_jwks_t), 64)
+#define LIMITER_OFFSET \
+    APR_ALIGN(TARGETS_OFFSET \
+              + AURA_TARGET_SLOTS * sizeof(aura_target_slot_t), 64)
 
 /* Names in aura_shm_describe(), indexed by aura_counter_e. */
 static const char *const counter_names[AURA_CTR_COUNT] = {
     "requests", "key_cache_hits", "key_cache_misses", "jwt_verifications",
     "ip_rejected", "ip_table_full", "actor_rejected", "actor_redis",
     "actor_fallback", "redis_errors", "breaker_opened", "breaker_rejected",
-    "nats_retries", "nats_no_responders", "nats_timeouts"
+    "nats_retries", "nats_no_responders", "nats_timeouts", "http_timeouts",
+    "db_nats", "db_http", "db_unresolved", "targets_full"
 };
 
 static apr_uint64_t limiter_sets(server_rec *s)
@@ -108,6 +115,15 @@ aura_limiter_slot_t *aura_shm_limiter(apr_uint64_t *sets)
     }
     *sets = shm_base->limiter_sets;
     return (aura_limiter_slot_t *)((char *)shm_base + LIMITER_OFFSET);
+}
+
+aura_target_slot_t *aura_shm_targets(apr_uint64_t *n)
+{
+    if (!shm_base) {
+        return NULL;
+    }
+    *n = AURA_TARGET_SLOTS;
+    return (aura_target_slot_t *)((char *)shm_base + TARGETS_OFFSET);
 }
 
 volatile apr_uint64_t *aura_shm_breaker(int i)

@@ -74,7 +74,7 @@ my @cases = (
       qr/AuraRedisServer: 'localhost' is not host:port\[\/db\]/ ],
     [ 'AuraBreaker with an unknown service',
       "AuraBreaker billing threshold=3\n",
-      qr/AuraBreaker: 'billing' is not \* or a service/ ],
+      qr/AuraBreaker: 'billing' is not \*, postgrest or a service/ ],
     [ 'AuraBreaker with an unknown setting',
       "AuraBreaker * limit=3\n",
       qr/AuraBreaker: 'limit=3' is not threshold=<n>, cooldown=<duration>/ ],

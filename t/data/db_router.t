@@ -9,7 +9,10 @@
 # - a dedicated project with a target: straight to it, path rewritten;
 # - a dedicated project without one: 503 target-unresolved, nothing sent;
 # - 200 requests to a target that appeared at run time ride a handful of
-#   pooled connections.
+#   pooled connections;
+# - PostgREST A dead: A's own breaker opens while project B on PostgREST
+#   B keeps working; idle targets leave the breaker table (swept every
+#   second in the test config), an open one stays.
 use strict;
 use warnings FATAL => 'all';
 
@@ -20,11 +23,13 @@ use File::Temp qw(tempdir);
 use Test::More import => ['!plan'];
 use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET PUT);
-use Aura::Test qw(problem_ok new_reqid exec_count psql ANON_KEY);
+use Aura::Test qw(problem_ok new_reqid exec_count psql ANON_KEY free_port
+                  wait_until);
+use Aura::Load qw(health_json);
 use Aura::Upstream qw(upstream_stats upstream_log upstream_start
                       upstream_stop);
 
-plan tests => 2 * 5 + 6 + 4 + 2 + 2;
+plan tests => 39;
 
 Apache::TestRequest::module('aura_data');
 
@@ -47,10 +52,15 @@ sub add_project {
 }
 add_project('proj-ded-b', "http://127.0.0.1:$pg->{port}", $DED);
 add_project('proj-ded-none', undef, $NONE);
+# Nothing listens on A's port.
+my $DEAD = 'ak_test_deadtarget_0123456789abcdef';
+my $dead_target = 'http://127.0.0.1:' . free_port();
+add_project('proj-ded-a', $dead_target, $DEAD);
 END {
     psql(q{DELETE FROM api_keys WHERE project_id IN
-               ('proj-ded-b', 'proj-ded-none');
-           DELETE FROM projects WHERE id IN ('proj-ded-b', 'proj-ded-none')});
+               ('proj-ded-a', 'proj-ded-b', 'proj-ded-none');
+           DELETE FROM projects WHERE id IN
+               ('proj-ded-a', 'proj-ded-b', 'proj-ded-none')});
 }
 
 # Sends one request; returns (response, NATS executions, requests the
@@ -104,3 +114,27 @@ my @codes = map { GET("/v1/db/items?id=eq.$_", apikey => $DED)->code }
 my $conns = upstream_stats($pg->{port})->{connections} - $c0;
 is(scalar(grep { $_ == 200 } @codes), 200, '200 requests to it served');
 ok($conns <= 4, "over $conns connection(s): pooled, not one each");
+
+# --- one dead PostgREST: its breaker, not the others' ---------------------
+my $base = 'http://' . Apache::TestRequest::hostport();
+my $b_target = "http://127.0.0.1:$pg->{port}";
+sub target_state {
+    my $t = health_json($base)->{breakers}{targets}{$_[0]};
+    return $t ? $t->{state} : 'absent';
+}
+problem_ok(GET('/v1/db/todos', apikey => $DEAD), 503, 'upstream-error',
+           'PostgREST A refuses connections');
+is(GET('/v1/db/todos', apikey => $DEAD)->code, 503, 'twice');
+is(target_state($dead_target), 'open', "A's breaker opened");
+problem_ok(GET('/v1/db/todos', apikey => $DEAD), 503, 'breaker-open',
+           'A is not called for now');
+is(GET('/v1/db/todos', apikey => $DED)->code, 200,
+   'project B on PostgREST B is served meanwhile');
+is(target_state($b_target), 'closed', "B's breaker is closed");
+is(health_json($base)->{breakers}{db}{state}, 'closed',
+   "the db service's breaker is not involved");
+
+# B idle: swept; A open: kept.
+ok(wait_until(6, sub { target_state($b_target) eq 'absent' }),
+   'an idle target leaves the table');
+is(target_state($dead_target), 'open', 'an open one stays');

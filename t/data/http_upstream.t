@@ -8,7 +8,9 @@
 # - connections to the upstream are pooled: many requests, few
 #   connections;
 # - the route's budget is the upstream's timeout: 504 upstream-timeout
-#   past it, the answer within it.
+#   past it, the answer within it;
+# - 502/503 answers feed the service's breaker; open, nothing reaches the
+#   upstream; after the cooldown a good probe closes it.
 use strict;
 use warnings FATAL => 'all';
 
@@ -19,9 +21,10 @@ use Test::More import => ['!plan'];
 use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET POST);
 use Aura::Test qw(problem_ok new_reqid ANON_KEY);
+use Time::HiRes qw(sleep);
 use Aura::Upstream qw(upstream_stats upstream_log);
 
-plan tests => 10 + 2 + 4 + 1;
+plan tests => 26;
 
 Apache::TestRequest::module('aura_data');
 
@@ -62,3 +65,18 @@ problem_ok(GET('/v1/test/httpbudget1/slow/2000', apikey => ANON_KEY), 504,
            'upstream-timeout', 'a 2 s answer, 1 s budget');
 is(GET('/v1/test/httpbudget3/slow/2000', apikey => ANON_KEY)->code, 200,
    'the same answer within a 3 s budget');
+
+# Breaker (provisioner: threshold 2, cooldown 1 s, t/conf/extra.conf.in).
+is(GET('/v1/test/httpbrk/status/502', apikey => ANON_KEY)->code, 502,
+   'the upstream says 502');
+is(GET('/v1/test/httpbrk/status/503', apikey => ANON_KEY)->code, 503,
+   'then 503');
+my $l0 = upstream_stats()->{log_lines};
+problem_ok(GET('/v1/test/httpbrk/status/200', apikey => ANON_KEY), 503,
+           'breaker-open', 'two failures opened the breaker');
+is(upstream_stats()->{log_lines} - $l0, 0, 'the upstream was not called');
+sleep 1.2;
+is(GET('/v1/test/httpbrk/status/200', apikey => ANON_KEY)->code, 200,
+   'after the cooldown a good probe passes');
+is(GET('/v1/test/httpbrk/status/204', apikey => ANON_KEY)->code, 204,
+   'and the breaker is closed again');
