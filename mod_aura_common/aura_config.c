@@ -174,6 +174,9 @@ void *aura_create_dir_conf(apr_pool_t *p, char *dir)
     d->retries = AURA_UNSET;
     d->location = NULL;
     d->db_router = AURA_UNSET;
+    d->stream_idle = AURA_UNSET;
+    d->stream_first_byte = AURA_UNSET;
+    d->stream_max = AURA_UNSET;
     return d;
 }
 
@@ -226,6 +229,10 @@ void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     }
     d->retries = merge_int(base->retries, add->retries);
     d->db_router = merge_int(base->db_router, add->db_router);
+    d->stream_idle = merge_time(base->stream_idle, add->stream_idle);
+    d->stream_first_byte = merge_time(base->stream_first_byte,
+                                      add->stream_first_byte);
+    d->stream_max = merge_time(base->stream_max, add->stream_max);
     return d;
 }
 
@@ -534,6 +541,17 @@ static const char *set_timeout(cmd_parms *cmd, void *dirv, const char *arg)
 
     return aura_parse_duration(cmd, arg, MIN_ROUTE_TIMEOUT,
                                MAX_ROUTE_TIMEOUT, &d->timeout);
+}
+
+/* The streaming timeouts; the field from the command table. */
+static const char *set_stream_time(cmd_parms *cmd, void *dirv,
+                                   const char *arg)
+{
+    apr_interval_time_t *field =
+        (apr_interval_time_t *)((char *)dirv + (apr_size_t)cmd->info);
+
+    return aura_parse_duration(cmd, arg, apr_time_from_msec(100),
+                               apr_time_from_sec(7 * 86400), field);
 }
 
 static const char *set_health_detail(cmd_parms *cmd, void *dirv, int on)
@@ -1058,6 +1076,21 @@ const command_rec aura_cmds[] = {
                      "Circuit breaker of a service (or * for all): "
                      "threshold=<n> cooldown=<duration> probes=<n> "
                      "probe-timeout=<duration>"),
+    AP_INIT_TAKE1("AuraStreamIdleTimeout", set_stream_time,
+                  (void *)APR_OFFSETOF(aura_dir_conf_t, stream_idle),
+                  RSRC_CONF | ACCESS_CONF,
+                  "Streaming HTTP routes: longest silence of the upstream "
+                  "between two reads, instead of AuraTimeout"),
+    AP_INIT_TAKE1("AuraStreamFirstByteTimeout", set_stream_time,
+                  (void *)APR_OFFSETOF(aura_dir_conf_t, stream_first_byte),
+                  RSRC_CONF | ACCESS_CONF,
+                  "Streaming HTTP routes: how long the upstream may take "
+                  "to start answering"),
+    AP_INIT_TAKE1("AuraStreamMaxDuration", set_stream_time,
+                  (void *)APR_OFFSETOF(aura_dir_conf_t, stream_max),
+                  RSRC_CONF | ACCESS_CONF,
+                  "Streaming HTTP routes: longest a streamed response may "
+                  "last (not WebSocket tunnels)"),
     AP_INIT_TAKE1("AuraTargetSweepInterval", aura_set_target_sweep, NULL,
                   RSRC_CONF,
                   "How long a dedicated PostgREST target may stay unused "

@@ -102,6 +102,17 @@ void aura_http_target(request_rec *r, const char *origin, const char *url,
                                 apr_time_as_msec(budget)));
 }
 
+/* The upstream I/O timeout of a route: its budget, or on a streaming
+ * Location its idle timeout when one is set (a whole-response budget
+ * would kill a healthy stream). */
+static apr_interval_time_t io_timeout(const aura_dir_conf_t *d)
+{
+    if (d->streaming == 1 && d->stream_idle != AURA_UNSET) {
+        return d->stream_idle;
+    }
+    return aura_route_timeout(d);
+}
+
 int aura_http_claim(request_rec *r, const aura_dir_conf_t *d)
 {
     const char *origin, *base;
@@ -110,7 +121,7 @@ int aura_http_claim(request_rec *r, const aura_dir_conf_t *d)
     aura_http_target(r, origin,
                      apr_pstrcat(r->pool, origin, base, path_rest(r, d),
                                  NULL),
-                     aura_route_timeout(d));
+                     io_timeout(d));
     return OK;
 }
 
@@ -233,8 +244,97 @@ static int request_status(int *status, request_rec *r)
     return OK;
 }
 
+/* ---- streaming timeouts ------------------------------------------------
+ * mod_proxy has one timeout per worker, applied to every read of the
+ * upstream: on a streaming Location that is the idle timeout (above).
+ * The first-byte timeout is the backend socket's timeout from the moment
+ * mod_proxy made the backend request (its create_req hook) until the
+ * first response bytes pass our output filter, which puts the idle
+ * timeout back.  The maximum duration is checked by that filter on every
+ * piece of the body: it ends the response, logged.  A WebSocket tunnel
+ * writes straight to the connection, past request filters: there only
+ * the idle timeout holds (docs/http-upstreams.md). */
+
+#define STREAM_KEY "aura-http-stream"
+#define STREAM_FILTER "AURA_STREAM"
+
+typedef struct {
+    apr_socket_t *sock;         /* the backend's, while first byte awaited */
+    apr_interval_time_t idle;
+    int cut;
+} stream_ctx_t;
+
+static ap_filter_rec_t *stream_filter;
+
+static int streaming_route(request_rec *r)
+{
+    return is_ours(r) && aura_dir_conf(r)->streaming == 1;
+}
+
+static int create_req(request_rec *r, request_rec *rp)
+{
+    const aura_dir_conf_t *d;
+    stream_ctx_t *ctx = NULL;
+
+    if (!streaming_route(r)) {
+        return OK;
+    }
+    d = aura_dir_conf(r);
+    apr_pool_userdata_get((void **)&ctx, STREAM_KEY, r->pool);
+    if (!ctx || d->stream_first_byte == AURA_UNSET) {
+        return OK;
+    }
+    ctx->sock = ap_get_conn_socket(rp->connection);
+    ctx->idle = io_timeout(d);
+    apr_socket_timeout_set(ctx->sock, d->stream_first_byte);
+    return OK;
+}
+
+static apr_status_t stream_out_filter(ap_filter_t *f, apr_bucket_brigade *bb)
+{
+    stream_ctx_t *ctx = f->ctx;
+    request_rec *r = f->r;
+    apr_interval_time_t max = aura_dir_conf(r)->stream_max;
+
+    if (ctx->sock) {
+        /* The upstream answered: from now on, silences are idle time. */
+        apr_socket_timeout_set(ctx->sock, ctx->idle);
+        ctx->sock = NULL;
+    }
+    if (max != AURA_UNSET && !ctx->cut
+        && apr_time_now() - r->request_time > max) {
+        ctx->cut = 1;
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, AURA_LOGNO(00123)
+                      "stream ended after %" APR_TIME_T_FMT " ms "
+                      "(AuraStreamMaxDuration)", apr_time_as_msec(max));
+        r->connection->aborted = 1;
+    }
+    if (ctx->cut) {
+        apr_brigade_cleanup(bb);
+        return APR_ECONNABORTED;
+    }
+    return ap_pass_brigade(f->next, bb);
+}
+
+void aura_http_insert_filter(request_rec *r)
+{
+    stream_ctx_t *ctx;
+
+    if (!ap_is_initial_req(r) || !streaming_route(r)) {
+        return;
+    }
+    ctx = apr_pcalloc(r->pool, sizeof(*ctx));
+    apr_pool_userdata_setn(ctx, STREAM_KEY, NULL, r->pool);
+    ap_add_output_filter_handle(stream_filter, ctx, r, r->connection);
+}
+
 void aura_http_register(void)
 {
     APR_OPTIONAL_HOOK(proxy, request_status, request_status, NULL, NULL,
                       APR_HOOK_MIDDLE);
+    APR_OPTIONAL_HOOK(proxy, create_req, create_req, NULL, NULL,
+                      APR_HOOK_MIDDLE);
+    stream_filter = ap_register_output_filter(STREAM_FILTER,
+                                              stream_out_filter, NULL,
+                                              AP_FTYPE_CONTENT_SET);
 }

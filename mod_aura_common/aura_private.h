@@ -89,6 +89,10 @@ typedef struct {
     const char *location;             /* the <Location> prefix AuraService
                                          was set in; NULL for a regex */
     int db_router;                    /* AuraDBRouter, AURA_UNSET */
+    /* Streaming Locations on the HTTP path, AURA_UNSET each: */
+    apr_interval_time_t stream_idle;        /* AuraStreamIdleTimeout */
+    apr_interval_time_t stream_first_byte;  /* AuraStreamFirstByteTimeout */
+    apr_interval_time_t stream_max;         /* AuraStreamMaxDuration */
 } aura_dir_conf_t;
 
 /* A stage-1 zone (AuraRateLimitZone), as nginx's limit_req_zone: global,
@@ -460,6 +464,7 @@ void aura_http_target(request_rec *r, const char *origin, const char *url,
                       apr_interval_time_t budget);
 int aura_http_fixups(request_rec *r);
 void aura_http_register(void);
+void aura_http_insert_filter(request_rec *r);
 
 /* aura_dbrouter.c: /v1/db (AuraDBRouter On).  OK: nothing to do or
  * decided (the request may now be a proxy request); else an error

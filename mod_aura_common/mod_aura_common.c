@@ -85,6 +85,8 @@ static void aura_register_hooks(apr_pool_t *p)
                                 APR_HOOK_MIDDLE);
     ap_hook_insert_filter(aura_insert_rotation_filter, NULL, NULL,
                           APR_HOOK_MIDDLE);
+    ap_hook_insert_filter(aura_http_insert_filter, NULL, NULL,
+                          APR_HOOK_MIDDLE);
     aura_problem_register();
     aura_headers_register();
     aura_keystore_register();

@@ -8,7 +8,10 @@
 # - WebSocket: a round trip with the key in the header and with
 #   ?apikey= (anon accepted, service_role refused before the upgrade);
 # - 100 MiB up and down, byte-exact, while the summed RSS of the httpd
-#   children grows by no more than a few MiB: it streams.
+#   children grows by no more than a few MiB: it streams;
+# - streaming timeouts: a healthy stream outlives the route's budget; a
+#   silence longer than the idle timeout, a first byte later than its
+#   timeout, and a stream longer than its maximum duration are cut.
 use strict;
 use warnings FATAL => 'all';
 
@@ -22,14 +25,15 @@ use Test::More import => ['!plan'];
 use Apache::Test qw(-withtestmore);
 use Apache::TestRequest;
 use Time::HiRes qw(time);
-use Aura::Test qw(ANON_KEY);
+use Aura::Test qw(ANON_KEY problem_ok);
+use Apache::TestRequest qw(GET);
 use Aura::Stream qw(pattern_ok pattern_bytes open_stream read_chunked
                     httpd_children rss_sum);
 
 use constant MiB => 1024 * 1024;
 use constant SERVICE_KEY => 'ak_test_service_0123456789abcdef';
 
-plan tests => 4 + 5 + 2 + 5;
+plan tests => 24;
 
 Apache::TestRequest::module('aura_data');
 my $hp = Apache::TestRequest::hostport();
@@ -157,3 +161,40 @@ SKIP: {
     cmp_ok($rss_peak - $rss_before, '<=', 5 * MiB,
            'the children grew by at most 5 MiB: bodies stream');
 }
+
+# --- streaming timeouts (t/conf/aura-test-routes.inc) ----------------------
+
+# Reads an SSE response; returns (status, events, complete, seconds).
+sub sse {
+    my ($path) = @_;
+    my $t = time;
+    my ($s, $st, $hd, $r) = open_stream($hp, 'GET', $path,
+                                        apikey => ANON_KEY);
+    my $events = 0;
+    my ($b, $done) = $st == 200
+        ? read_chunked($s, $r, sub { $events += () = $_[0] =~ /data: tick/g })
+        : (0, 0);
+    close $s;
+    return ($st, $events, $done, time - $t);
+}
+
+my ($st, $events, $done, $secs) = sse('/v1/test/sse/sse/5/600');
+ok($st == 200 && $events == 5 && $done,
+   sprintf('5 events 600 ms apart (%.1f s) outlive a 1 s budget: a '
+           . 'healthy stream is not cut', $secs));
+($st, $events, $done, $secs) = sse('/v1/test/sse/sse/3/1500');
+ok($st == 200 && $events == 1 && !$done,
+   sprintf('a 1.5 s silence, idle timeout 1 s: cut after the first event '
+           . '(%d event(s), %.1f s)', $events, $secs));
+# 800 ms before the first byte: under the idle timeout (1 s), over the
+# first-byte timeout (500 ms).
+my $t1 = time;
+problem_ok(GET('/v1/test/sse/slow/800', apikey => ANON_KEY), 504,
+           'upstream-timeout', 'nothing for 800 ms, first-byte timeout 500 ms');
+my $waited = time - $t1;
+ok($waited < 0.75, sprintf('given up after %.2f s, at the first-byte '
+                           . 'timeout', $waited));
+($st, $events, $done, $secs) = sse('/v1/test/ssemax/sse/10/300');
+ok($st == 200 && !$done && $events >= 3 && $events <= 6 && $secs < 2.5,
+   sprintf('10 events 300 ms apart, at most 1.5 s: cut after %d events, '
+           . '%.1f s', $events, $secs));
