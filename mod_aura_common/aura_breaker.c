@@ -222,6 +222,20 @@ int aura_breaker_enter(request_rec *r, int service, aura_breaker_hold_t **out)
 
 /* ---- dedicated PostgREST targets ------------------------------------ */
 
+static void log_targets_full(request_rec *r, const char *target)
+{
+    volatile apr_uint64_t *last = aura_shm_flag(AURA_FLAG_TARGETS_LOGGED);
+    apr_uint64_t now = (apr_uint64_t)apr_time_sec(apr_time_now());
+    apr_uint64_t was = apr_atomic_read64(last);
+
+    if (now - was >= 60 && apr_atomic_cas64(last, now, was) == was) {
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, AURA_LOGNO(00124)
+                      "target breaker table full around %s: its requests "
+                      "go without a breaker of their own (logged once a "
+                      "minute)", target);
+    }
+}
+
 static aura_target_slot_t *target_slot(request_rec *r, const char *target)
 {
     apr_uint64_t n, home, key, i, now = now_ms();
@@ -255,7 +269,7 @@ static aura_target_slot_t *target_slot(request_rec *r, const char *target)
         }
     }
     aura_count(AURA_CTR_TARGETS_FULL);
-    aura_limiter_full(r);
+    log_targets_full(r, target);
     return NULL;
 }
 

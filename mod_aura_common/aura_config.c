@@ -554,6 +554,17 @@ static const char *set_stream_time(cmd_parms *cmd, void *dirv,
                                apr_time_from_sec(7 * 86400), field);
 }
 
+/* The router may send requests to PostgREST over HTTP: like an http(s)
+ * AuraService, it needs the proxy modules (check_config). */
+static const char *set_db_router(cmd_parms *cmd, void *dirv, int on)
+{
+    ((aura_dir_conf_t *)dirv)->db_router = on;
+    if (on) {
+        aura_set_service_seen(cmd);
+    }
+    return NULL;
+}
+
 static const char *set_health_detail(cmd_parms *cmd, void *dirv, int on)
 {
     aura_dir_conf_t *d = dirv;
@@ -1067,9 +1078,7 @@ const command_rec aura_cmds[] = {
     AP_INIT_TAKE1("AuraRedisPoolMax", aura_set_limit_int,
                   (void *)APR_OFFSETOF(aura_server_conf_t, redis_pool_max),
                   RSRC_CONF, "Redis connections per child process, at most"),
-    AP_INIT_FLAG("AuraDBRouter", set_dir_flag,
-                 (void *)APR_OFFSETOF(aura_dir_conf_t, db_router),
-                 ACCESS_CONF,
+    AP_INIT_FLAG("AuraDBRouter", set_db_router, NULL, ACCESS_CONF,
                  "Whether this Location is the /v1/db router: CRUD of a "
                  "project with a dedicated PostgREST goes straight to it"),
     AP_INIT_RAW_ARGS("AuraBreaker", aura_set_breaker, NULL, RSRC_CONF,
@@ -1118,9 +1127,10 @@ static int http_route_modules_ok(apr_pool_t *pconf)
         if (!ap_find_linked_module(needed[i])) {
             ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
                          AURA_LOGNO(00098) "AuraService with an http(s) "
-                         "upstream at %s needs mod_proxy, mod_proxy_http "
-                         "and mod_aura_proxy (%s is not loaded): add their "
-                         "LoadModule lines, mod_aura_proxy after mod_proxy",
+                         "upstream (or AuraDBRouter On) at %s needs "
+                         "mod_proxy, mod_proxy_http and mod_aura_proxy (%s "
+                         "is not loaded): add their LoadModule lines, "
+                         "mod_aura_proxy after mod_proxy",
                          at, needed[i]);
             return 0;
         }

@@ -65,11 +65,17 @@ static const char *path_rest(const request_rec *r, const aura_dir_conf_t *d)
     if (!d->location) {
         return r->uri;
     }
+    const char *rest;
+
     n = strlen(d->location);
     if (strncmp(r->uri, d->location, n)) {
         return r->uri;
     }
-    return apr_pstrcat(r->pool, "/", r->uri + n, NULL);
+    /* "/v1/storage" and "/v1/storage/" map alike: one slash between. */
+    for (rest = r->uri + n; *rest == '/'; rest++) {
+        continue;
+    }
+    return apr_pstrcat(r->pool, "/", rest, NULL);
 }
 
 static int wants_websocket(const request_rec *r)
@@ -210,10 +216,16 @@ static int request_status(int *status, request_rec *r)
         aura_breaker_verdict(hold, aura_breaker_status_ok(r->status));
         break;
     case DONE:
-        if (!r->connection->aborted) {
+        /* After a WebSocket tunnel: the upstream took the upgrade, and
+         * a session that ends is no failure.  Otherwise the upstream broke
+         * the body off, unless the client left (that says nothing). */
+        if (r->status == HTTP_SWITCHING_PROTOCOLS) {
+            aura_breaker_verdict(hold, 1);
+        }
+        else if (!r->connection->aborted) {
             aura_breaker_verdict(hold, 0);
         }
-        break;      /* a client that left says nothing: released */
+        break;
     case HTTP_BAD_GATEWAY:
         aura_breaker_verdict(hold, 0);
         if (apr_table_get(r->notes, "proxy_timedout")) {
@@ -261,6 +273,7 @@ static int request_status(int *status, request_rec *r)
 typedef struct {
     apr_socket_t *sock;         /* the backend's, while first byte awaited */
     apr_interval_time_t idle;
+    int answered;
     int cut;
 } stream_ctx_t;
 
@@ -281,7 +294,9 @@ static int create_req(request_rec *r, request_rec *rp)
     }
     d = aura_dir_conf(r);
     apr_pool_userdata_get((void **)&ctx, STREAM_KEY, r->pool);
-    if (!ctx || d->stream_first_byte == AURA_UNSET) {
+    /* A tunnel's 101 never passes the filter that would restore the idle
+     * timeout: upgrades keep the worker's (idle) timeout throughout. */
+    if (!ctx || d->stream_first_byte == AURA_UNSET || wants_websocket(r)) {
         return OK;
     }
     ctx->sock = ap_get_conn_socket(rp->connection);
@@ -296,10 +311,20 @@ static apr_status_t stream_out_filter(ap_filter_t *f, apr_bucket_brigade *bb)
     request_rec *r = f->r;
     apr_interval_time_t max = aura_dir_conf(r)->stream_max;
 
-    if (ctx->sock) {
-        /* The upstream answered: from now on, silences are idle time. */
-        apr_socket_timeout_set(ctx->sock, ctx->idle);
-        ctx->sock = NULL;
+    if (!ctx->answered) {
+        aura_breaker_hold_t *hold = NULL;
+
+        /* The upstream answered.  A stream may last hours: its verdict
+         * is its status, now, not when it ends (a probe is not held for
+         * the length of a stream). */
+        ctx->answered = 1;
+        apr_pool_userdata_get((void **)&hold, HOLD_KEY, r->pool);
+        aura_breaker_verdict(hold, aura_breaker_status_ok(r->status));
+        if (ctx->sock) {
+            /* From now on, silences are idle time. */
+            apr_socket_timeout_set(ctx->sock, ctx->idle);
+            ctx->sock = NULL;
+        }
     }
     if (max != AURA_UNSET && !ctx->cut
         && apr_time_now() - r->request_time > max) {

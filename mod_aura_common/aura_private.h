@@ -355,6 +355,7 @@ typedef enum {
     AURA_FLAG_FULL_LOGGED,     /* second of the last "table full" line */
     AURA_FLAG_ACTIVE,          /* requests waiting on an upstream now */
     AURA_FLAG_RETRYING,        /* of which retries */
+    AURA_FLAG_TARGETS_LOGGED,  /* second of the last "targets full" line */
     AURA_FLAG_COUNT
 } aura_flag_e;
 volatile apr_uint64_t *aura_shm_flag(aura_flag_e f);
