@@ -83,7 +83,7 @@ my @cases = (
       qr/AuraRetries: '50' is not a number between 0 and 10/ ],
 );
 
-plan tests => 2 * @cases + 3 + 3;
+plan tests => 2 * @cases + 3 + 3 + 4;
 
 my $dir = tempdir(CLEANUP => 1);
 
@@ -136,3 +136,24 @@ like($out, qr{AURA00054: AuraCORSAllowOrigin \* at \S+/httpd\.conf:\d+: the mana
                          . "AuraCORSAllowOrigin https://ok.example\n"
                          . "</VirtualHost>\n", 1);
 is($rc, 0, 'a listed origin is fine') or diag($out);
+
+# An HTTP upstream (or the db router) without the proxy modules: refused
+# at start, naming the line; with them, fine.
+($rc, $out) = check_conf("<Location /s/>\nAuraService storage "
+                         . "http://127.0.0.1:1/s\n</Location>\n", 1);
+isnt($rc, 0, 'an http upstream without mod_proxy: refused');
+like($out, qr{AURA00098: AuraService with an http\(s\) upstream \(or AuraDBRouter On\) at \S+/httpd\.conf:\d+ needs mod_proxy, mod_proxy_http and mod_aura_proxy \(mod_proxy\.c is not loaded\)},
+     'names the line and the missing module');
+($rc, $out) = check_conf("<Location /db/>\nAuraService db nats:aura.db\n"
+                         . "AuraDBRouter On\n</Location>\n", 1);
+like($out, qr{AURA00098: .* \(or AuraDBRouter On\) at \S+:\d+},
+     'the db router needs them too');
+($rc, $out) = check_conf("LoadModule proxy_module $modules/mod_proxy.so\n"
+                         . "LoadModule proxy_http_module "
+                         . "$modules/mod_proxy_http.so\n"
+                         . "LoadModule aura_proxy_module "
+                         . "$top/mod_aura_proxy/mod_aura_proxy.so\n"
+                         . "<Location /s/>\nAuraService storage "
+                         . "http://127.0.0.1:1/s\n</Location>\n", 1);
+is($rc, 0, 'with mod_proxy, mod_proxy_http and mod_aura_proxy: fine')
+    or diag($out);
