@@ -82,6 +82,7 @@ void *aura_create_server_conf(apr_pool_t *p, server_rec *s)
     c->redis_pool_max = AURA_UNSET;
     c->breakers = NULL;
     c->target_sweep = AURA_UNSET;
+    c->target_entries = AURA_UNSET;
     return c;
 }
 
@@ -149,6 +150,7 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     c->breakers = (apr_array_header_t *)merge_ptr(base->breakers,
                                                   add->breakers);
     c->target_sweep = merge_time(base->target_sweep, add->target_sweep);
+    c->target_entries = merge_int(base->target_entries, add->target_entries);
     return c;
 }
 
@@ -1100,6 +1102,11 @@ const command_rec aura_cmds[] = {
                   RSRC_CONF | ACCESS_CONF,
                   "Streaming HTTP routes: longest a streamed response may "
                   "last (not WebSocket tunnels)"),
+    AP_INIT_TAKE1("AuraTargetBreakerEntries", aura_set_limit_int,
+                  (void *)APR_OFFSETOF(aura_server_conf_t, target_entries),
+                  RSRC_CONF,
+                  "Dedicated PostgREST targets the shared breaker table "
+                  "tracks at once (128 bytes each)"),
     AP_INIT_TAKE1("AuraTargetSweepInterval", aura_set_target_sweep, NULL,
                   RSRC_CONF,
                   "How long a dedicated PostgREST target may stay unused "

@@ -272,6 +272,9 @@ const char *aura_set_limit_int(cmd_parms *cmd, void *dummy, const char *arg)
     if (field == &c->instances) {
         return aura_parse_int(cmd, arg, 1, 1000, field);
     }
+    if (field == &c->target_entries) {
+        return aura_parse_int(cmd, arg, 16, 65536, field);
+    }
     return aura_parse_int(cmd, arg, 1, 1024, field);   /* redis_pool_max */
 }
 

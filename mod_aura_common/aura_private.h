@@ -166,6 +166,7 @@ typedef struct {
     apr_array_header_t *breakers;          /* AuraBreaker lines
                                               (aura_breaker_setting_t) */
     apr_interval_time_t target_sweep;      /* AuraTargetSweepInterval */
+    int target_entries;                    /* AuraTargetBreakerEntries */
 } aura_server_conf_t;
 
 /* One AuraBreaker line; 0 = not set by this line. */
@@ -361,7 +362,7 @@ typedef enum {
 volatile apr_uint64_t *aura_shm_flag(aura_flag_e f);
 
 /* The breakers of dedicated PostgREST targets (aura_breaker.c). */
-#define AURA_TARGET_SLOTS 1024
+#define AURA_DEFAULT_TARGET_ENTRIES 1024
 typedef struct {
     volatile apr_uint64_t key;   /* keyed hash of the target; 0: free */
     volatile apr_uint64_t word;  /* its breaker (aura_breaker_fsm.h) */

@@ -28,7 +28,7 @@
 #include <jansson.h>
 
 #define AURA_SHM_MAGIC    0x41555241u /* "AURA" */
-#define AURA_SHM_LAYOUT   4u
+#define AURA_SHM_LAYOUT   5u
 #define AURA_MUTEX_TYPE   "aura-shm"
 #define AURA_RETAINED_KEY "mod_aura_common-shm"
 
@@ -41,13 +41,17 @@
  *   +-----------------------------+ JWKS_OFFSET = APR_ALIGN(header, 64)
  *   | aura_shm_jwks_t [16]        |  one JWKS document per VirtualHost
  *   |                             |  (version, last refresh, bytes)
- *   +-----------------------------+ TARGETS_OFFSET = APR_ALIGN(..., 64)
- *   | aura_target_slot_t [1024]   |  breakers of dedicated PostgREST
- *   |                             |  targets
  *   +-----------------------------+ LIMITER_OFFSET = APR_ALIGN(..., 64)
  *   | aura_limiter_slot_t         |  the rate limiters' GCRA table:
  *   |   [sets * 8]                |  AuraRateLimitEntries rounded up
+ *   +-----------------------------+ targets_offset(sets)
+ *   | aura_target_slot_t          |  breakers of dedicated PostgREST
+ *   |   [targets]                 |  targets (AuraTargetBreakerEntries)
  *   +-----------------------------+ size
+ *
+ * The two tables' dimensions are the segment's geometry: a restart that
+ * changes either rebuilds it (not its size alone: two geometries may
+ * have the same size).
  */
 struct aura_shm_header_t {
     apr_uint32_t magic;
@@ -59,6 +63,7 @@ struct aura_shm_header_t {
     char pad[7];
     volatile apr_uint64_t configs;   /* configuration passes seen */
     apr_uint64_t limiter_sets;       /* sets of the limiter table */
+    apr_uint64_t target_slots;       /* slots of the target table */
     volatile apr_uint64_t counters[AURA_CTR_COUNT];
     volatile apr_uint64_t breakers[AURA_BREAKERS];
     volatile apr_uint64_t flags[AURA_FLAG_COUNT];
@@ -68,9 +73,15 @@ _Static_assert(sizeof(apr_uint64_t) == 8 && __atomic_always_lock_free(8, 0),
                "shared counters need lock-free 64-bit atomics");
 
 typedef struct {
+    apr_uint64_t sets;               /* limiter table */
+    apr_uint64_t targets;            /* target breaker table */
+} geometry_t;
+
+typedef struct {
     apr_shm_t *shm;
     apr_size_t size;
     apr_uint32_t layout;
+    geometry_t geometry;
 } aura_shm_retained_t;
 
 /* Written in post_config (parent) and child_init only. */
@@ -78,11 +89,14 @@ static aura_shm_header_t *shm_base;
 static apr_global_mutex_t *shm_mutex;
 
 #define JWKS_OFFSET APR_ALIGN(sizeof(aura_shm_header_t), 64)
-#define TARGETS_OFFSET \
-    APR_ALIGN(JWKS_OFFSET + AURA_JWKS_SLOTS * sizeof(aura_shm_jwks_t), 64)
 #define LIMITER_OFFSET \
-    APR_ALIGN(TARGETS_OFFSET \
-              + AURA_TARGET_SLOTS * sizeof(aura_target_slot_t), 64)
+    APR_ALIGN(JWKS_OFFSET + AURA_JWKS_SLOTS * sizeof(aura_shm_jwks_t), 64)
+
+static apr_size_t targets_offset(apr_uint64_t sets)
+{
+    return APR_ALIGN(LIMITER_OFFSET + sets * AURA_LIMITER_WAYS
+                     * sizeof(aura_limiter_slot_t), 64);
+}
 
 /* Names in aura_shm_describe(), indexed by aura_counter_e. */
 static const char *const counter_names[AURA_CTR_COUNT] = {
@@ -93,19 +107,29 @@ static const char *const counter_names[AURA_CTR_COUNT] = {
     "db_nats", "db_http", "db_unresolved", "targets_full"
 };
 
-static apr_uint64_t limiter_sets(server_rec *s)
+static geometry_t geometry_of(server_rec *s)
 {
-    int entries = aura_server_conf(s)->limiter_entries;
+    const aura_server_conf_t *c = aura_server_conf(s);
+    geometry_t g;
 
-    return aura_limiter_sets(entries != AURA_UNSET
-                             ? (apr_uint64_t)entries
-                             : AURA_DEFAULT_LIMITER_ENTRIES);
+    g.sets = aura_limiter_sets(c->limiter_entries != AURA_UNSET
+                               ? (apr_uint64_t)c->limiter_entries
+                               : AURA_DEFAULT_LIMITER_ENTRIES);
+    /* A power of two: the slot is the hash's low bits. */
+    for (g.targets = 16;
+         g.targets < (apr_uint64_t)(c->target_entries != AURA_UNSET
+                                    ? c->target_entries
+                                    : AURA_DEFAULT_TARGET_ENTRIES);
+         g.targets <<= 1) {
+        continue;
+    }
+    return g;
 }
 
-static apr_size_t segment_size(apr_uint64_t sets)
+static apr_size_t segment_size(const geometry_t *g)
 {
-    return APR_ALIGN(LIMITER_OFFSET + sets * AURA_LIMITER_WAYS
-                     * sizeof(aura_limiter_slot_t), 64);
+    return APR_ALIGN(targets_offset(g->sets)
+                     + g->targets * sizeof(aura_target_slot_t), 64);
 }
 
 aura_limiter_slot_t *aura_shm_limiter(apr_uint64_t *sets)
@@ -122,8 +146,9 @@ aura_target_slot_t *aura_shm_targets(apr_uint64_t *n)
     if (!shm_base) {
         return NULL;
     }
-    *n = AURA_TARGET_SLOTS;
-    return (aura_target_slot_t *)((char *)shm_base + TARGETS_OFFSET);
+    *n = shm_base->target_slots;
+    return (aura_target_slot_t *)((char *)shm_base
+                                  + targets_offset(shm_base->limiter_sets));
 }
 
 volatile apr_uint64_t *aura_shm_breaker(int i)
@@ -169,7 +194,7 @@ apr_status_t aura_shm_pre_config(apr_pool_t *pconf)
 }
 
 static apr_status_t build_segment(aura_shm_retained_t *ret, apr_size_t size,
-                                  apr_uint64_t sets, server_rec *s)
+                                  const geometry_t *g, server_rec *s)
 {
     aura_shm_header_t *h;
     unsigned char rnd[16];
@@ -186,7 +211,8 @@ static apr_status_t build_segment(aura_shm_retained_t *ret, apr_size_t size,
     h->magic = AURA_SHM_MAGIC;
     h->layout = AURA_SHM_LAYOUT;
     h->size = size;
-    h->limiter_sets = sets;
+    h->limiter_sets = g->sets;
+    h->target_slots = g->targets;
     h->created = apr_time_now();
     rv = apr_generate_random_bytes(h->hash_key, sizeof(h->hash_key));
     if (rv == APR_SUCCESS) {
@@ -202,21 +228,23 @@ static apr_status_t build_segment(aura_shm_retained_t *ret, apr_size_t size,
     }
     ret->size = size;
     ret->layout = AURA_SHM_LAYOUT;
+    ret->geometry = *g;
     return APR_SUCCESS;
 }
 
 apr_status_t aura_shm_post_config(apr_pool_t *pconf, server_rec *s)
 {
     aura_shm_retained_t *ret;
-    apr_uint64_t sets = limiter_sets(s);
-    apr_size_t size = segment_size(sets);
+    geometry_t g = geometry_of(s);
+    apr_size_t size = segment_size(&g);
     apr_status_t rv;
 
     ret = ap_retained_data_get(AURA_RETAINED_KEY);
     if (!ret) {
         ret = ap_retained_data_create(AURA_RETAINED_KEY, sizeof(*ret));
     }
-    if (ret->shm && (ret->size != size || ret->layout != AURA_SHM_LAYOUT)) {
+    if (ret->shm && (ret->size != size || ret->layout != AURA_SHM_LAYOUT
+                     || memcmp(&ret->geometry, &g, sizeof(g)))) {
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s, AURA_LOGNO(00002)
                      "shared segment rebuilt: size %" APR_SIZE_T_FMT
                      " -> %" APR_SIZE_T_FMT " bytes, layout %u -> %u "
@@ -227,7 +255,7 @@ apr_status_t aura_shm_post_config(apr_pool_t *pconf, server_rec *s)
         ret->shm = NULL;
     }
     if (!ret->shm) {
-        rv = build_segment(ret, size, sets, s);
+        rv = build_segment(ret, size, &g, s);
         if (rv != APR_SUCCESS) {
             ap_log_error(APLOG_MARK, APLOG_EMERG, rv, s, AURA_LOGNO(00003)
                          "cannot create the shared segment of %"
@@ -287,6 +315,8 @@ void aura_shm_describe(json_t *obj)
     json_object_set_new(obj, "configs",
                         json_integer((json_int_t)
                                      apr_atomic_read64(&shm_base->configs)));
+    json_object_set_new(obj, "target_entries",
+                        json_integer((json_int_t)shm_base->target_slots));
     json_object_set_new(obj, "limiter_entries",
                         json_integer((json_int_t)(shm_base->limiter_sets
                                                   * AURA_LIMITER_WAYS)));
