@@ -124,8 +124,8 @@ void aura_limiter_full(request_rec *r)
         && apr_atomic_cas64(last, now, was) == was) {
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, AURA_LOGNO(00080)
                       "rate-limit table full: requests admitted without a "
-                      "per-address limit (raise AuraRateLimitEntries; "
-                      "logged once a minute)");
+                      "limit (per-address, or actor fallback; raise "
+                      "AuraRateLimitEntries; logged once a minute)");
     }
 }
 
