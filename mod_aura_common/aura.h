@@ -17,6 +17,7 @@
  *   2026-12-02  1.2  aura_auth_console.
  *   2026-12-02  1.3  aura_limit_ip, aura_limit_actor.
  *   2026-12-02  1.4  AURA_NOTE_ORIGIN, AURA_NOTE_BUDGET (mod_aura_proxy).
+ *   2026-12-02  1.5  aura_request_t.trace_id.
  */
 #ifndef AURA_H
 #define AURA_H
@@ -32,7 +33,7 @@
  */
 
 #define AURA_API_MAJOR 1
-#define AURA_API_MINOR 4
+#define AURA_API_MINOR 5
 
 /* The export trio, as mod_proxy.h, mod_dbd.h and mod_watchdog.h spell it.
  * The modules are built with -fvisibility=hidden: only what carries
@@ -81,6 +82,9 @@ typedef struct aura_request_t {
     /** The apikey query parameter, taken out of r->args and redacted from
      *  the request line; only streaming Locations may use it. */
     const char *query_key;
+    /* 1.5: the W3C trace id (32 hex): the client's when its traceparent
+     * was valid, else a new trace's. */
+    const char *trace_id;
 } aura_request_t;
 
 /**

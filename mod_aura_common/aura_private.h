@@ -495,6 +495,11 @@ void aura_insert_problem_filter(request_rec *r);
 
 /* aura_reqid.c */
 const char *aura_reqid_pick(request_rec *r);
+/* The trace id; r's traceparent is set to what goes upstream. */
+const char *aura_trace_begin(request_rec *r);
+
+/* aura_accesslog.c: notes for mod_log_config. */
+int aura_log_transaction(request_rec *r);
 
 /* aura_health.c */
 int aura_health_handler(request_rec *r);

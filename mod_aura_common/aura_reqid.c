@@ -1,14 +1,25 @@
 /* Licensed under the Apache License, Version 2.0 (see LICENSE).
  *
- * aura_reqid.c: the request id.  An inbound X-Request-Id is kept when it
+ * aura_reqid.c: the request id and the trace context.
+ *
+ * The request id.  An inbound X-Request-Id is kept when it
  * is well-formed (1 to 128 characters of [A-Za-z0-9._:+/=-]: what UUIDs,
  * ULIDs and base64 ids use) so a trace can cross several gateways;
  * anything else is replaced, because the id is copied into log lines and
  * upstream headers and must not carry an attacker's bytes there.
+ *
+ * The trace context (W3C traceparent / tracestate): a valid inbound
+ * traceparent keeps its trace id and flags, anything else starts a new
+ * trace (and its tracestate, which belongs to another trace, is
+ * dropped).  Either way the gateway is the parent of what it sends
+ * upstream: the traceparent forwarded on both paths carries a span id of
+ * its own.
  */
 #include "aura_private.h"
+#include "aura_trace.h"
 
 #include "apr_lib.h"
+#include "apr_strings.h"
 
 #define REQID_MAX 128
 
@@ -50,4 +61,23 @@ const char *aura_reqid_pick(request_rec *r)
     }
     id[2 * sizeof(rnd)] = '\0';
     return id;
+}
+
+const char *aura_trace_begin(request_rec *r)
+{
+    aura_traceparent_t t;
+    unsigned char rnd[24];
+    char value[AURA_TRACEPARENT_LEN + 1];
+
+    ap_random_insecure_bytes(rnd, sizeof(rnd));
+    if (!aura_traceparent_parse(apr_table_get(r->headers_in, "traceparent"),
+                                &t)) {
+        aura_trace_hex_id(rnd, 16, t.trace_id);
+        t.flags = 0x01;
+        apr_table_unset(r->headers_in, "tracestate");
+    }
+    aura_trace_hex_id(rnd + 16, 8, t.parent_id);
+    aura_traceparent_format(&t, value);
+    apr_table_set(r->headers_in, "traceparent", value);
+    return apr_pstrdup(r->pool, t.trace_id);
 }

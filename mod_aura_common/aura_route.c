@@ -61,6 +61,7 @@ AURA_DECLARE(aura_request_t *) aura_request_begin(request_rec *r,
     rq->plane = plane;
     rq->start = r->request_time;
     rq->request_id = aura_reqid_pick(r);
+    rq->trace_id = aura_trace_begin(r);
     ap_set_module_config(r->request_config, &aura_common_module, rq);
     aura_take_query_key(r, rq);
     /* err_headers_out: on every response, errors included. */

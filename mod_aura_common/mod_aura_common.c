@@ -62,6 +62,7 @@ static void aura_child_init(apr_pool_t *pchild, server_rec *s)
 static void aura_register_hooks(apr_pool_t *p)
 {
     static const char *const before_proxy[] = { "mod_proxy.c", NULL };
+    static const char *const before_log[] = { "mod_log_config.c", NULL };
 
     (void)p;
     APR_REGISTER_OPTIONAL_FN(aura_common_api_version);
@@ -87,6 +88,9 @@ static void aura_register_hooks(apr_pool_t *p)
                           APR_HOOK_MIDDLE);
     ap_hook_insert_filter(aura_http_insert_filter, NULL, NULL,
                           APR_HOOK_MIDDLE);
+    /* Before mod_log_config writes the line the notes are for. */
+    ap_hook_log_transaction(aura_log_transaction, NULL, before_log,
+                            APR_HOOK_REALLY_FIRST);
     aura_problem_register();
     aura_headers_register();
     aura_keystore_register();
