@@ -118,9 +118,14 @@ ok(wait_until(5, sub { GET('/v1/functions/x', apikey => $REVOKEME)->code
 my $errlog = error_log_since($log_from);
 like($errlog, qr/AURA00042: service_role key of project proj-a sent in a URL/,
      'the service_role key in a URL is logged as an event');
-open(my $fh, '<', t_dir() . '/logs/access_log') or die $!;
-my $access = do { local $/; <$fh> };
-close $fh;
+# The data plane's own access logs (t/conf/extra.conf.in: the aura and
+# aura_json formats).
+my $access = '';
+for my $log ('aura_access.log', 'aura_access.json') {
+    open(my $fh, '<', t_dir() . "/logs/$log") or die "$log: $!";
+    $access .= do { local $/; <$fh> };
+    close $fh;
+}
 like($access, qr{/v1/test/stream/ch\?x=1&apikey=REDACTED&y=2},
      'the access log shows the request line redacted');
 my @leaks = grep { index($access, $_) >= 0 || index($errlog, $_) >= 0 }
