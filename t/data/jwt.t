@@ -138,9 +138,11 @@ cmp_ok(scalar @all, '<=', 5, 'refreshes stay rate-limited (one per 3 s)');
 
 # No token in any log.
 my $logs = error_log_since(0);
-open(my $fh, '<', t_dir() . '/logs/access_log') or die $!;
-$logs .= do { local $/; <$fh> };
-close $fh;
+for my $log ('access_log', 'aura_access.log', 'aura_access.json') {
+    open(my $fh, '<', t_dir() . "/logs/$log") or die "$log: $!";
+    $logs .= do { local $/; <$fh> };
+    close $fh;
+}
 my @leaked = grep { index($logs, $_->[1]) >= 0 && length $_->[1] > 20 }
              (@good, @bad);
 is(scalar @leaked, 0, 'no token appears in the access or error log');
