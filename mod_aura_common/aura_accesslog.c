@@ -1,6 +1,7 @@
 /* Licensed under the Apache License, Version 2.0 (see LICENSE).
  *
- * aura_accesslog.c: what mod_log_config can print of a plane request.
+ * aura_accesslog.c: what mod_log_config can print of a plane request,
+ * and the request's entry in the shared traffic tables (/metrics).
  * Just before mod_log_config writes its line, the request's policy
  * outcome is put in r->notes, for %{aura-...}n in a LogFormat
  * (conf/aura-logformats.conf defines "aura" and "aura_json").
@@ -123,5 +124,8 @@ int aura_log_transaction(request_rec *r)
     apr_table_setn(r->notes, "aura-limit", limit);
     apr_table_setn(r->notes, "aura-breaker", breaker);
     apr_table_setn(r->notes, "aura-path", safe_path(r->pool, r->uri));
+    /* The metrics count what the access log logs: once per request. */
+    aura_shm_record(rq->plane, d->service, r->status,
+                    apr_time_now() - rq->start);
     return DECLINED;
 }

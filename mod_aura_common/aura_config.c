@@ -83,6 +83,7 @@ void *aura_create_server_conf(apr_pool_t *p, server_rec *s)
     c->breakers = NULL;
     c->target_sweep = AURA_UNSET;
     c->target_entries = AURA_UNSET;
+    c->metrics_token = NULL;
     return c;
 }
 
@@ -151,6 +152,7 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
                                                   add->breakers);
     c->target_sweep = merge_time(base->target_sweep, add->target_sweep);
     c->target_entries = merge_int(base->target_entries, add->target_entries);
+    c->metrics_token = merge_ptr(base->metrics_token, add->metrics_token);
     return c;
 }
 
@@ -1102,6 +1104,10 @@ const command_rec aura_cmds[] = {
                   RSRC_CONF | ACCESS_CONF,
                   "Streaming HTTP routes: longest a streamed response may "
                   "last (not WebSocket tunnels)"),
+    AP_INIT_TAKE1("AuraMetricsTokenFile", aura_set_metrics_token, NULL,
+                  RSRC_CONF,
+                  "File holding the bearer token /metrics (SetHandler "
+                  "aura-metrics) answers to"),
     AP_INIT_TAKE1("AuraTargetBreakerEntries", aura_set_limit_int,
                   (void *)APR_OFFSETOF(aura_server_conf_t, target_entries),
                   RSRC_CONF,

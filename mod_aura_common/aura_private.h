@@ -167,6 +167,7 @@ typedef struct {
                                               (aura_breaker_setting_t) */
     apr_interval_time_t target_sweep;      /* AuraTargetSweepInterval */
     int target_entries;                    /* AuraTargetBreakerEntries */
+    const char *metrics_token;             /* AuraMetricsTokenFile's */
 } aura_server_conf_t;
 
 /* One AuraBreaker line; 0 = not set by this line. */
@@ -345,6 +346,24 @@ typedef enum {
 } aura_counter_e;
 void aura_count(aura_counter_e c);
 
+/* Requests by plane, service and status class, and a latency histogram
+ * per plane (aura_metrics.c reads them, aura_accesslog.c records). */
+#define AURA_PLANES          2                  /* data, management */
+#define AURA_STATUS_CLASSES  5                  /* 1xx .. 5xx */
+#define AURA_LATENCY_BUCKETS 12                 /* the last is +Inf */
+extern const double aura_latency_bounds[AURA_LATENCY_BUCKETS - 1];
+void aura_shm_record(aura_plane_e plane, int service, int status,
+                     apr_interval_time_t duration);
+typedef struct {
+    apr_uint64_t requests[AURA_PLANES][AURA_SVC_COUNT + 1]
+                         [AURA_STATUS_CLASSES];
+    apr_uint64_t latency[AURA_PLANES][AURA_LATENCY_BUCKETS];
+    apr_uint64_t latency_sum_us[AURA_PLANES];
+} aura_traffic_t;
+/* A consistent-enough copy of the traffic tables (each word atomic). */
+void aura_shm_traffic(aura_traffic_t *out);
+apr_uint64_t aura_shm_counter(aura_counter_e c);
+
 /* Circuit breaker words (aura_breaker.h), one per protected upstream. */
 #define AURA_BREAKER_REDIS 0
 #define AURA_BREAKERS      16
@@ -500,6 +519,11 @@ const char *aura_trace_begin(request_rec *r);
 
 /* aura_accesslog.c: notes for mod_log_config. */
 int aura_log_transaction(request_rec *r);
+
+/* aura_metrics.c */
+int aura_metrics_handler(request_rec *r);
+const char *aura_set_metrics_token(cmd_parms *cmd, void *dummy,
+                                   const char *path);
 
 /* aura_health.c */
 int aura_health_handler(request_rec *r);

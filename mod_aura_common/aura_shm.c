@@ -28,7 +28,7 @@
 #include <jansson.h>
 
 #define AURA_SHM_MAGIC    0x41555241u /* "AURA" */
-#define AURA_SHM_LAYOUT   5u
+#define AURA_SHM_LAYOUT   6u
 #define AURA_MUTEX_TYPE   "aura-shm"
 #define AURA_RETAINED_KEY "mod_aura_common-shm"
 
@@ -67,6 +67,10 @@ struct aura_shm_header_t {
     volatile apr_uint64_t counters[AURA_CTR_COUNT];
     volatile apr_uint64_t breakers[AURA_BREAKERS];
     volatile apr_uint64_t flags[AURA_FLAG_COUNT];
+    volatile apr_uint64_t requests[AURA_PLANES][AURA_SVC_COUNT + 1]
+                                  [AURA_STATUS_CLASSES];
+    volatile apr_uint64_t latency[AURA_PLANES][AURA_LATENCY_BUCKETS];
+    volatile apr_uint64_t latency_sum_us[AURA_PLANES];
 };
 
 _Static_assert(sizeof(apr_uint64_t) == 8 && __atomic_always_lock_free(8, 0),
@@ -165,6 +169,62 @@ volatile apr_uint64_t *aura_shm_flag(aura_flag_e f)
 const unsigned char *aura_shm_hash_key(void)
 {
     return shm_base ? shm_base->hash_key : NULL;
+}
+
+/* Upper bounds of the latency buckets, in seconds (Prometheus' le). */
+const double aura_latency_bounds[AURA_LATENCY_BUCKETS - 1] = {
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
+};
+
+void aura_shm_record(aura_plane_e plane, int service, int status,
+                     apr_interval_time_t duration)
+{
+    int p = plane == AURA_PLANE_MGMT ? 1 : 0;
+    int svc = service >= 0 && service < AURA_SVC_COUNT ? service
+                                                       : AURA_SVC_COUNT;
+    int cls = status >= 100 && status < 600 ? status / 100 - 1 : 4;
+    double secs = (double)duration / APR_USEC_PER_SEC;
+    int b;
+
+    if (!shm_base) {
+        return;
+    }
+    for (b = 0; b < AURA_LATENCY_BUCKETS - 1
+                && secs > aura_latency_bounds[b]; b++) {
+        continue;
+    }
+    apr_atomic_inc64(&shm_base->requests[p][svc][cls]);
+    apr_atomic_inc64(&shm_base->latency[p][b]);
+    apr_atomic_add64(&shm_base->latency_sum_us[p],
+                     duration > 0 ? (apr_uint64_t)duration : 0);
+}
+
+void aura_shm_traffic(aura_traffic_t *out)
+{
+    int p, i, j;
+
+    memset(out, 0, sizeof(*out));
+    if (!shm_base) {
+        return;
+    }
+    for (p = 0; p < AURA_PLANES; p++) {
+        for (i = 0; i <= AURA_SVC_COUNT; i++) {
+            for (j = 0; j < AURA_STATUS_CLASSES; j++) {
+                out->requests[p][i][j] =
+                    apr_atomic_read64(&shm_base->requests[p][i][j]);
+            }
+        }
+        for (i = 0; i < AURA_LATENCY_BUCKETS; i++) {
+            out->latency[p][i] = apr_atomic_read64(&shm_base->latency[p][i]);
+        }
+        out->latency_sum_us[p] =
+            apr_atomic_read64(&shm_base->latency_sum_us[p]);
+    }
+}
+
+apr_uint64_t aura_shm_counter(aura_counter_e c)
+{
+    return shm_base ? apr_atomic_read64(&shm_base->counters[c]) : 0;
 }
 
 void aura_count(aura_counter_e c)

@@ -75,6 +75,7 @@ static void aura_register_hooks(apr_pool_t *p)
     ap_hook_map_to_storage(aura_map_to_storage, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_handler(aura_natsproxy_handler, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_handler(aura_health_handler, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_handler(aura_metrics_handler, NULL, NULL, APR_HOOK_MIDDLE);
     /* Before mod_proxy's fixups, which canonicalize the URL the /v1/db
      * router may just have set. */
     ap_hook_fixups(aura_http_fixups, NULL, before_proxy, APR_HOOK_FIRST);
