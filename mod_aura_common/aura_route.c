@@ -62,6 +62,9 @@ AURA_DECLARE(aura_request_t *) aura_request_begin(request_rec *r,
     rq->start = r->request_time;
     rq->request_id = aura_reqid_pick(r);
     rq->trace_id = aura_trace_begin(r);
+    /* For ErrorLogFormat's %{aura-request-id}n: every error log line of
+     * the request can carry it (docs/logging.md). */
+    apr_table_setn(r->notes, "aura-request-id", rq->request_id);
     ap_set_module_config(r->request_config, &aura_common_module, rq);
     aura_take_query_key(r, rq);
     /* err_headers_out: on every response, errors included. */

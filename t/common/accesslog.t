@@ -20,9 +20,10 @@ use JSON::PP;
 use Test::More import => ['!plan'];
 use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET);
-use Aura::Test qw(new_reqid mint t_dir json_body ANON_KEY wait_until);
+use Aura::Test qw(new_reqid mint t_dir json_body ANON_KEY wait_until
+                  error_log_size error_log_since);
 
-plan tests => 11 + 2 + 3 + 5 + 3;
+plan tests => 25;
 
 Apache::TestRequest::module('aura_data');
 my $TOKEN = mint(qw(--alg RS256 --kid r1 --sub log-user --exp-in 300
@@ -111,3 +112,13 @@ $j = eval { decode_json($line // '') } || {};
 is($j->{status}, 401, 'a 401 is logged');
 is($j->{limit}, 'pass', 'not by a limiter');
 is($j->{request_id}, $rid, 'with its request id');
+
+# The request id in the plane's error log lines (ErrorLogFormat with
+# %{aura-request-id}n, as in conf/mod_aura.conf).
+my $from = error_log_size();
+my $eid = new_reqid('errlog');
+GET('/v1/functions/x', apikey => 'ak_test_nowhere_0123456789abcdef',
+    'X-Request-Id' => $eid);
+my ($eline) = grep { /AURA00041/ } split /\n/, error_log_since($from);
+like($eline // '', qr/\[req \Q$eid\E\] AURA00041: unknown or revoked API key/,
+     'an error log line carries the request id');
