@@ -151,10 +151,12 @@ static void log_change(aura_breaker_hold_t *h, aura_breaker_change_e change)
                       h->what, h->conf->cooldown_ms, h->conf->probes);
         break;
     case AURA_BRK_TO_HALF_OPEN:
+        aura_count(AURA_CTR_BREAKER_HALF_OPENED);
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, h->r, AURA_LOGNO(00091)
                       "breaker of %s half-open: probing", h->what);
         break;
     case AURA_BRK_TO_CLOSED:
+        aura_count(AURA_CTR_BREAKER_CLOSED);
         ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, h->r, AURA_LOGNO(00092)
                       "breaker of %s closed: the probe succeeded", h->what);
         break;

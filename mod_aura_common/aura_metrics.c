@@ -121,9 +121,17 @@ static void breakers(request_rec *r)
                    w ? (int)aura_breaker_state(apr_atomic_read64(w), NULL,
                                                NULL) : 0);
     }
-    counter(r, "aura_breaker_opened_total", "Times a breaker opened "
-            "(services and dedicated targets).", "",
-            aura_shm_counter(AURA_CTR_BREAKER_OPENED));
+    family(r, "aura_breaker_transitions_total", "counter",
+           "Breaker state changes (services and dedicated targets), by the "
+           "state entered.");
+    ap_rprintf(r, "aura_breaker_transitions_total{to=\"open\"} %"
+               APR_UINT64_T_FMT "\naura_breaker_transitions_total{to=\""
+               "half-open\"} %" APR_UINT64_T_FMT "\n"
+               "aura_breaker_transitions_total{to=\"closed\"} %"
+               APR_UINT64_T_FMT "\n",
+               aura_shm_counter(AURA_CTR_BREAKER_OPENED),
+               aura_shm_counter(AURA_CTR_BREAKER_HALF_OPENED),
+               aura_shm_counter(AURA_CTR_BREAKER_CLOSED));
     counter(r, "aura_breaker_rejections_total", "Requests refused with 503 "
             "breaker-open.", "", aura_shm_counter(AURA_CTR_BREAKER_REJECTED));
 }

@@ -342,6 +342,8 @@ typedef enum {
     AURA_CTR_DB_HTTP,          /* /v1/db requests sent to a PostgREST */
     AURA_CTR_DB_UNRESOLVED,    /* /v1/db requests refused: no target */
     AURA_CTR_TARGETS_FULL,     /* a target went without a breaker */
+    AURA_CTR_BREAKER_HALF_OPENED, /* a breaker let its first probe out */
+    AURA_CTR_BREAKER_CLOSED,   /* a probe's success closed a breaker */
     AURA_CTR_COUNT
 } aura_counter_e;
 void aura_count(aura_counter_e c);

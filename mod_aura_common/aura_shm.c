@@ -108,7 +108,8 @@ static const char *const counter_names[AURA_CTR_COUNT] = {
     "ip_rejected", "ip_table_full", "actor_rejected", "actor_redis",
     "actor_fallback", "redis_errors", "breaker_opened", "breaker_rejected",
     "nats_retries", "nats_no_responders", "nats_timeouts", "http_timeouts",
-    "db_nats", "db_http", "db_unresolved", "targets_full"
+    "db_nats", "db_http", "db_unresolved", "targets_full",
+    "breaker_half_opened", "breaker_closed"
 };
 
 static geometry_t geometry_of(server_rec *s)

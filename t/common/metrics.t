@@ -53,7 +53,7 @@ cmp_ok((value($m, $ok4) // 0) - (value($before, $ok4) // 0), '>=', 3,
        'and the 401s');
 for my $family (qw(aura_request_duration_seconds_bucket
                    aura_limiter_rejections_total aura_breaker_state
-                   aura_breaker_opened_total aura_nats_retries_total
+                   aura_breaker_transitions_total aura_nats_retries_total
                    aura_nats_timeouts_total aura_nats_no_responders_total
                    aura_jwt_verifications_total aura_key_cache_lookups_total)) {
     like($m, qr/^\Q$family\E/m, "$family is exposed");
