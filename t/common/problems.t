@@ -118,7 +118,7 @@ my @stages = (
             $r } ],
 );
 
-plan tests => 8 * @stages + 1;
+plan tests => 9 * @stages + 1;
 
 # A declared 2 MiB body on a NATS route: refused before it is sent.
 sub big_body {
@@ -151,6 +151,16 @@ for my $st (@stages) {
     ok($res->header('X-Content-Type-Options')
        && $res->header('Content-Security-Policy'),
        "$name: security headers");
+    # CORS: "*" on the data planes; the management plane answers CORS
+    # only to listed origins, and these requests send none.
+    if ($name =~ /^management/) {
+        ok(!defined $res->header('Access-Control-Allow-Origin'),
+           "$name: no CORS grant without a listed Origin");
+    }
+    else {
+        is($res->header('Access-Control-Allow-Origin'), '*',
+           "$name: CORS header");
+    }
     ok(!grep({ length($_) > 8 && index($body, $_) >= 0 } @secrets),
        "$name: no secret in the body");
     $seen{$type}++;
