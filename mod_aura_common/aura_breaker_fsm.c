@@ -1,6 +1,7 @@
 /* Licensed under the Apache License, Version 2.0 (see LICENSE).
  *
- * aura_breaker_fsm.c: the circuit-breaker state machine (see aura_breaker_fsm.h)
+ * aura_breaker_fsm.c: the circuit-breaker state machine (see
+ * aura_breaker_fsm.h)
  * on one shared 64-bit word.  Each public function is a CAS loop around a
  * pure step on the unpacked fields: read, compute the next word, and
  * write it only if it differs, so the hot paths (acquire while closed, a

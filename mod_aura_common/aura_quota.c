@@ -154,7 +154,8 @@ static void decide_local(request_rec *r, const char *id,
     out->admitted = res.admitted;
     out->remaining = (apr_int64_t)res.remaining;
     out->reset_ms = (apr_int64_t)(res.reset / NS_PER_MS);
-    out->retry_after_ms = (apr_int64_t)aura_ceil_div(res.retry_after, NS_PER_MS);
+    out->retry_after_ms =
+        (apr_int64_t)aura_ceil_div(res.retry_after, NS_PER_MS);
 }
 
 AURA_DECLARE(int) aura_limit_actor(request_rec *r)
@@ -177,9 +178,10 @@ AURA_DECLARE(int) aura_limit_actor(request_rec *r)
     if (decide_redis(r, id, q, &res) != APR_SUCCESS) {
         decide_local(r, id, q, &res);
     }
-    aura_limit_header(r, "RateLimit-Policy", "\"%s\";q=%" APR_UINT64_T_FMT ";w=%"
-                 APR_UINT64_T_FMT, "actor", (apr_uint64_t)res.limit,
-                 (apr_uint64_t)q->window_s);
+    aura_limit_header(r, "RateLimit-Policy",
+                      "\"%s\";q=%" APR_UINT64_T_FMT ";w=%" APR_UINT64_T_FMT,
+                      "actor", (apr_uint64_t)res.limit,
+                      (apr_uint64_t)q->window_s);
     if (res.admitted) {
         aura_limit_header(r, "RateLimit", "\"%s\";r=%" APR_UINT64_T_FMT ";t=%"
                      APR_UINT64_T_FMT, "actor",

@@ -183,9 +183,10 @@ AURA_DECLARE(int) aura_limit_ip(request_rec *r)
     ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(00081)
                   "zone %s: %s over its rate", z->name, r->useragent_ip);
     /* GCRA as a quota: the burst, refilled over burst/rate seconds. */
-    aura_limit_header(r, "RateLimit-Policy", "\"%s\";q=%" APR_UINT64_T_FMT ";w=%"
-                 APR_UINT64_T_FMT, "ip", z->burst,
-                 aura_ceil_div(z->gcra.tolerance, NS_PER_S));
+    aura_limit_header(r, "RateLimit-Policy",
+                      "\"%s\";q=%" APR_UINT64_T_FMT ";w=%" APR_UINT64_T_FMT,
+                      "ip", z->burst,
+                      aura_ceil_div(z->gcra.tolerance, NS_PER_S));
     return aura_limit_refuse(r, "ip-rate-limit", "ip",
                   aura_ceil_div(res.retry_after, NS_PER_S),
                   "too many requests from this address");
