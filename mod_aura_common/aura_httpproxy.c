@@ -60,13 +60,12 @@ static void split_upstream(apr_pool_t *p, const char *upstream,
  * prefix; the whole path otherwise (LocationMatch, or no match). */
 static const char *path_rest(const request_rec *r, const aura_dir_conf_t *d)
 {
+    const char *rest;
     apr_size_t n;
 
     if (!d->location) {
         return r->uri;
     }
-    const char *rest;
-
     n = strlen(d->location);
     if (strncmp(r->uri, d->location, n)) {
         return r->uri;
