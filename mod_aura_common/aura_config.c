@@ -469,6 +469,29 @@ void aura_set_service_seen(cmd_parms *cmd)
     }
 }
 
+/* An http(s) upstream: a host, an optional path, no query or fragment;
+ * kept without a trailing slash (the request's path brings its own). */
+static const char *set_http_upstream(cmd_parms *cmd, aura_dir_conf_t *d,
+                                     const char *upstream)
+{
+    const char *host = ap_strstr_c(upstream, "://") + 3;
+    apr_size_t n = strlen(upstream);
+
+    if (!*host || *host == '/' || ap_strchr_c(upstream, '?')
+        || ap_strchr_c(upstream, '#')) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not an http(s) URL "
+                            "with a host (and an optional path)",
+                            cmd->cmd->name, upstream);
+    }
+    while (upstream + n > host + 1 && upstream[n - 1] == '/') {
+        n--;
+    }
+    d->upstream_kind = AURA_UPSTREAM_HTTP;
+    d->upstream = apr_pstrmemdup(cmd->pool, upstream, n);
+    aura_set_service_seen(cmd);
+    return NULL;
+}
+
 /* The prefix of the <Location> being read, or NULL for a regex one
  * (<LocationMatch>, <Location ~ ...>) or another kind of section. */
 static const char *plain_location(const cmd_parms *cmd)
@@ -511,23 +534,11 @@ static const char *set_service(cmd_parms *cmd, void *dirv, const char *name,
     }
     else if (!strncasecmp(upstream, "http://", 7)
              || !strncasecmp(upstream, "https://", 8)) {
-        const char *host = ap_strstr_c(upstream, "://") + 3;
+        const char *err = set_http_upstream(cmd, d, upstream);
 
-        if (!*host || *host == '/' || ap_strchr_c(upstream, '?')
-            || ap_strchr_c(upstream, '#')) {
-            return apr_psprintf(cmd->pool, "%s: '%s' is not an http(s) "
-                                "URL with a host (and an optional path)",
-                                cmd->cmd->name, upstream);
+        if (err) {
+            return err;
         }
-        apr_size_t n = strlen(upstream);
-
-        /* No trailing slash: the request's path brings its own. */
-        while (upstream + n > host + 1 && upstream[n - 1] == '/') {
-            n--;
-        }
-        d->upstream_kind = AURA_UPSTREAM_HTTP;
-        d->upstream = apr_pstrmemdup(cmd->pool, upstream, n);
-        aura_set_service_seen(cmd);
     }
     else {
         return apr_psprintf(cmd->pool, "%s: upstream '%s' must be "
