@@ -230,6 +230,39 @@ sub pg_bindir {
     return '';
 }
 
+# Runs @$cmd (no shell, no stdin) and returns its standard output
+# ('' for none); dies with "$what failed (exit N): <its stderr>$context"
+# when it exits non-zero.
+sub capture {
+    my ($cmd, $what, $context) = @_;
+    require File::Temp;
+    my $err = File::Temp->new;
+    my $pid = open(my $fh, '-|');
+    die "fork: $!" unless defined $pid;
+    if (!$pid) {
+        # _exit: the child must not run the test's END blocks.  No stdin:
+        # redis-cli would read a last argument from it.
+        open(STDIN, '<', '/dev/null') or POSIX::_exit(127);
+        open(STDERR, '>&', $err) or POSIX::_exit(127);
+        exec(@$cmd) or do {
+            print STDERR "cannot run $cmd->[0]: $!\n";
+            POSIX::_exit(127);
+        };
+    }
+    local $/;
+    my $out = <$fh>;
+    close $fh;
+    my $rc = $?;
+    if ($rc) {
+        seek($err, 0, 0);
+        my $msg = <$err>;
+        $msg = '' unless defined $msg;
+        $msg =~ s/\s+\z//;
+        die "$what failed (exit " . ($rc >> 8) . "): $msg$context\n";
+    }
+    return defined $out ? $out : '';
+}
+
 # Runs $sql (one or more statements) with psql on the database aura as
 # its superuser; returns psql's output, unaligned and without headers
 # (fields joined by '|', rows by "\n"), trimmed.  Dies with psql's error
@@ -244,30 +277,7 @@ sub psql {
     my @cmd = ($dir ? "$dir/psql" : 'psql', '-h', '127.0.0.1', '-p', $port,
                '-U', 'aura', '-d', 'aura', '-v', 'ON_ERROR_STOP=1', '-X',
                '-q', '-A', '-t', '-c', $sql);
-    require File::Temp;
-    my $err = File::Temp->new;
-    my $pid = open(my $fh, '-|');
-    die "fork: $!" unless defined $pid;
-    if (!$pid) {
-        # _exit: the child must not run the test's END blocks.
-        open(STDERR, '>&', $err) or POSIX::_exit(127);
-        exec(@cmd) or do {
-            print STDERR "cannot run $cmd[0]: $!\n";
-            POSIX::_exit(127);
-        };
-    }
-    local $/;
-    my $out = <$fh>;
-    close $fh;
-    my $rc = $?;
-    if ($rc) {
-        seek($err, 0, 0);
-        my $msg = <$err>;
-        $msg = '' unless defined $msg;
-        $msg =~ s/\s+\z//;
-        die "psql failed (exit " . ($rc >> 8) . "): $msg\nSQL: $sql\n";
-    }
-    $out = '' unless defined $out;
+    my $out = capture(\@cmd, 'psql', "\nSQL: $sql");
     $out =~ s/\A\s+|\s+\z//g;
     return $out;
 }
@@ -318,32 +328,7 @@ sub redis_pidfile {
 sub redis_cli {
     my @args = @_;
     my @cmd = ('redis-cli', '-h', '127.0.0.1', '-p', redis_port(), @args);
-    require File::Temp;
-    my $err = File::Temp->new;
-    my $pid = open(my $fh, '-|');
-    die "fork: $!" unless defined $pid;
-    if (!$pid) {
-        # _exit: the child must not run the test's END blocks.  No stdin:
-        # redis-cli would read a last argument from it.
-        open(STDIN, '<', '/dev/null') or POSIX::_exit(127);
-        open(STDERR, '>&', $err) or POSIX::_exit(127);
-        exec(@cmd) or do {
-            print STDERR "cannot run $cmd[0]: $!\n";
-            POSIX::_exit(127);
-        };
-    }
-    local $/;
-    my $out = <$fh>;
-    close $fh;
-    my $rc = $?;
-    if ($rc) {
-        seek($err, 0, 0);
-        my $msg = <$err>;
-        $msg = '' unless defined $msg;
-        $msg =~ s/\s+\z//;
-        die "redis-cli @args failed (exit " . ($rc >> 8) . "): $msg\n";
-    }
-    $out = '' unless defined $out;
+    my $out = capture(\@cmd, "redis-cli @args", '');
     $out =~ s/\n\z//;
     return wantarray ? split(/\n/, $out) : $out;
 }
