@@ -163,7 +163,7 @@ natsStatus aura_envelope_encode(apr_pool_t *p, const char *subject,
     if (in->body_len > INT_MAX) {
         return NATS_INVALID_ARG;
     }
-    s = natsMsg_Create(&m, subject, NULL, in->body, (int)in->body_len);
+    s = natsMsg_Create(&m, subject, in->reply, in->body, (int)in->body_len);
     if (s != NATS_OK) {
         return s;
     }

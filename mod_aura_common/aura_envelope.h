@@ -36,6 +36,7 @@ typedef struct {
     const apr_table_t *headers;/**< the client's request headers */
     const char *body;
     apr_size_t body_len;
+    const char *reply;         /**< the reply subject; NULL for none */
     /* The verified identity; NULL members are not sent. */
     const char *project;
     const char *org;

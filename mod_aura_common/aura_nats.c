@@ -54,6 +54,8 @@ static void on_disconnected(natsConnection *nc, void *closure)
     ap_log_error(APLOG_MARK, APLOG_WARNING, 0, child_server,
                  AURA_LOGNO(00011) "NATS connection lost (pid %"
                  APR_PID_T_FMT "), reconnecting", getpid());
+    /* Requests waiting for a reply fail now, not at their budget. */
+    aura_inbox_wake_all();
 }
 
 static void on_reconnected(natsConnection *nc, void *closure)
@@ -73,6 +75,7 @@ static apr_status_t nats_child_cleanup(void *data)
 {
     (void)data;
     child_exiting = 1;
+    aura_inbox_child_exit();
     if (invalidation_sub) {
         natsSubscription_Destroy(invalidation_sub);
         invalidation_sub = NULL;
@@ -133,6 +136,12 @@ static natsStatus build_options(apr_pool_t *p, const aura_server_conf_t *c,
     }
     if (s == NATS_OK) {
         s = natsOptions_SetFailRequestsOnDisconnect(o, true);
+    }
+    if (s == NATS_OK) {
+        /* A publish is written by the calling thread at once, not by
+         * nats.c's flusher thread after up to 1 ms of batching: that
+         * delay was most of a small request's latency. */
+        s = natsOptions_SetSendAsap(o, true);
     }
     if (s == NATS_OK) {
         s = natsOptions_SetRetryOnFailedConnect(o, true, on_connected, NULL);
@@ -223,6 +232,12 @@ void aura_nats_child_init(apr_pool_t *pchild, server_rec *s)
                      natsStatus_GetText(st), nats_GetLastError(NULL));
         child_nc = NULL;
         return;
+    }
+    st = aura_inbox_child_init(child_nc);
+    if (st != NATS_OK) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, AURA_LOGNO(00125)
+                     "cannot subscribe to the child's reply inboxes: %s "
+                     "(NATS routes will answer 503)", natsStatus_GetText(st));
     }
     /* Every child of every instance listens: a rotation anywhere drops
      * the project's cached keys here.  nats.c keeps the subscription

@@ -10,11 +10,14 @@
  * never fit is refused with 413 before it is read (aura_route_claim()
  * checks the declared length even earlier, before authentication).
  *
- * Every request has its own reply inbox (a synchronous subscription
- * that lives as long as r->pool), because a reply may be a stream of
- * messages (aura_stream.c) and nats.c's own request call only ever
- * returns the first one.  A plain reply is handled whole, as one
- * message; a reply that opens a stream hands over to aura_stream.c.
+ * Every request has its own reply inbox (aura_inbox.c: a token on the
+ * child's one reply subscription, for as long as r->pool lives), because
+ * a reply may be a stream of messages (aura_stream.c) and nats.c's own
+ * request call only ever returns the first one.  A plain reply is
+ * handled whole, as one message; a reply that opens a stream hands over
+ * to aura_stream.c.  The connection sends as soon as possible
+ * (aura_nats.c), so a publish is on the wire when it returns: no flush,
+ * no round trip to the server before the reply.
  *
  * Right before the request goes out, the service's breaker is asked
  * (aura_breaker.c): open, the client gets 503 breaker-open and the
@@ -37,132 +40,10 @@
 #include "apr_atomic.h"
 
 #include <nats/nats.h>
-#include <limits.h>
-#include <stdlib.h>
-
-/* Pending limits of a request's inbox: twice the default stream window
- * (8) in messages, and at least 32 MiB (16 max payloads when those are
- * bigger) in bytes.  A service that ignores the window overflows them,
- * nats.c drops the excess and the stream aborts on the gap. */
-#define INBOX_PENDING_MSGS  16
-#define INBOX_PENDING_BYTES (32 * 1024 * 1024)
 
 static apr_status_t msg_cleanup(void *m)
 {
     natsMsg_Destroy(m);
-    return APR_SUCCESS;
-}
-
-/* nats.c before 3.6.1 (nats.c issue #637) has its reader thread use a
- * subscription it looked up without taking a reference: destroying one
- * while a message for it is being read is a use after free, and a stream
- * cut short or a reply that came after the budget always has messages
- * in flight (the suite crashed a child that way).  A subscription may
- * only be freed once a PONG has come back for a PING written after its
- * UNSUB: by then the reader is done with everything the server sent
- * before the UNSUB.  Every request makes such a round trip anyway (the
- * flush after its publish), so an unsubscribed subscription waits in a
- * per-child "graveyard" until the next successful flush frees it, instead
- * of a round trip of its own (that cost 20% of the small-request rate).
- *
- * The graveyard is a lock-free stack: push by compare-and-swap, the
- * flusher takes the whole list with one exchange (no ABA: nothing ever
- * pops a single node).  What a failed flush took goes back.  Bounded by
- * the requests that ended since the last successful flush; what is left
- * when the child exits goes with the process. */
-#if NATS_VERSION_NUMBER < 0x030601   /* 3.6.1 */
-#define INBOX_GRAVEYARD 1
-
-typedef struct grave_t {
-    struct grave_t *next;
-    natsSubscription *sub;
-} grave_t;
-
-static volatile void *graveyard;
-
-static void bury(grave_t *first, grave_t *last)
-{
-    void *old;
-
-    do {
-        old = (void *)graveyard;
-        last->next = old;
-    } while (apr_atomic_casptr(&graveyard, first, old) != old);
-}
-
-/* All buried subscriptions; call BEFORE the flush whose PONG frees them,
- * so that each one's UNSUB is written before that flush's PING. */
-static grave_t *exhume(void)
-{
-    return apr_atomic_xchgptr(&graveyard, NULL);
-}
-
-static void rest(grave_t *list, int freed)
-{
-    grave_t *g, *last = NULL;
-
-    if (!freed) {
-        for (g = list; g; g = g->next) {
-            last = g;
-        }
-        if (last) {
-            bury(list, last);
-        }
-        return;
-    }
-    while (list) {
-        g = list->next;
-        natsSubscription_Destroy(list->sub);
-        free(list);
-        list = g;
-    }
-}
-
-/* A buried subscription keeps the messages still queued on it (a stream
- * cut short: up to its window) until it is freed: free them now, and
- * have nats.c drop whatever still arrives before the UNSUB. */
-static void drain_inbox(natsSubscription *sub)
-{
-    int pending = 0, i;
-
-    (void)natsSubscription_SetPendingLimits(sub, 1, 1);
-    for (i = 0; i < 2 * INBOX_PENDING_MSGS
-                && natsSubscription_GetPending(sub, &pending, NULL) == NATS_OK
-                && pending > 0; i++) {
-        natsMsg *m = NULL;
-
-        /* Timeout 0: take what is queued, never wait (a slow-consumer
-         * report takes one turn and no message). */
-        if (natsSubscription_NextMsg(&m, sub, 0) == NATS_OK) {
-            natsMsg_Destroy(m);
-        }
-    }
-}
-#endif
-
-static apr_status_t sub_cleanup(void *sub)
-{
-#ifdef INBOX_GRAVEYARD
-    grave_t *g = malloc(sizeof(*g));
-
-    drain_inbox(sub);
-    /* No new message finds it; the UNSUB is in the write buffer. */
-    (void)natsSubscription_Unsubscribe(sub);
-    if (g) {
-        g->sub = sub;
-        bury(g, g);
-    }
-    /* else: leaked (a few hundred bytes) rather than risked */
-#else
-    /* Unsubscribes first when still active. */
-    natsSubscription_Destroy(sub);
-#endif
-    return APR_SUCCESS;
-}
-
-static apr_status_t inbox_cleanup(void *inbox)
-{
-    natsInbox_Destroy(inbox);
     return APR_SUCCESS;
 }
 
@@ -271,7 +152,7 @@ static int request_failed(request_rec *r, natsStatus s, const char *subject,
     }
 }
 
-static int send_reply(request_rec *r, natsMsg *reply, natsSubscription *sub,
+static int send_reply(request_rec *r, natsMsg *reply, aura_inbox_t *inbox,
                       const char *subject, aura_breaker_hold_t *hold)
 {
     aura_envelope_reply_t out;
@@ -311,7 +192,7 @@ static int send_reply(request_rec *r, natsMsg *reply, natsSubscription *sub,
         }
     }
     if (mark == AURA_STREAM_BEGIN) {
-        return aura_stream_relay(r, sub, reply, out.body, out.body_len,
+        return aura_stream_relay(r, inbox, reply, out.body, out.body_len,
                                  subject);
     }
     bb = apr_brigade_create(r->pool, r->connection->bucket_alloc);
@@ -326,126 +207,27 @@ static int send_reply(request_rec *r, natsMsg *reply, natsSubscription *sub,
                                 "sending the reply to the client failed");
 }
 
-/* The encoded request again, addressed to answer on inbox: nats.c has no
- * setter for a message's reply subject, so headers and body are copied
- * (values of a repeated header keep their order). */
-static natsStatus with_reply(natsMsg *m, const char *inbox, natsMsg **out)
-{
-    const char **keys = NULL;
-    int count = 0, i, j;
-    natsMsg *copy = NULL;
-    natsStatus s;
-
-    *out = NULL;
-    s = natsMsg_Create(&copy, natsMsg_GetSubject(m), inbox,
-                       natsMsg_GetData(m), natsMsg_GetDataLength(m));
-    if (s != NATS_OK) {
-        return s;
-    }
-    s = natsMsgHeader_Keys(m, &keys, &count);
-    if (s == NATS_NOT_FOUND) {
-        s = NATS_OK;
-    }
-    for (i = 0; s == NATS_OK && i < count; i++) {
-        const char **values = NULL;
-        int n = 0;
-
-        s = natsMsgHeader_Values(m, keys[i], &values, &n);
-        for (j = 0; s == NATS_OK && j < n; j++) {
-            s = natsMsgHeader_Add(copy, keys[i], values[j]);
-        }
-        free((void *)values);
-    }
-    free((void *)keys);
-    if (s != NATS_OK) {
-        natsMsg_Destroy(copy);
-        return s;
-    }
-    *out = copy;
-    return NATS_OK;
-}
-
-/* Readies msg to be sent with a reply inbox of its own: the inbox, its
- * subscription and the addressed copy of msg (*out) belong to r->pool. */
-static natsStatus prepare(request_rec *r, natsConnection *nc, natsMsg *msg,
-                          apr_int64_t max_payload, natsSubscription **sub,
-                          natsMsg **out)
-{
-    natsInbox *inbox = NULL;
-    apr_int64_t bytes;
-    natsStatus s;
-
-    *sub = NULL;
-    *out = NULL;
-    s = natsInbox_Create(&inbox);
-    if (s != NATS_OK) {
-        return s;
-    }
-    apr_pool_cleanup_register(r->pool, inbox, inbox_cleanup,
-                              apr_pool_cleanup_null);
-    s = with_reply(msg, inbox, out);
-    if (s != NATS_OK) {
-        return s;
-    }
-    apr_pool_cleanup_register(r->pool, *out, msg_cleanup,
-                              apr_pool_cleanup_null);
-    /* The first copy of the body can go now. */
-    apr_pool_cleanup_run(r->pool, msg, msg_cleanup);
-
-    s = natsConnection_SubscribeSync(sub, nc, inbox);
-    if (s != NATS_OK) {
-        *sub = NULL;
-        return s;
-    }
-    apr_pool_cleanup_register(r->pool, *sub, sub_cleanup,
-                              apr_pool_cleanup_null);
-    bytes = max_payload * INBOX_PENDING_MSGS;
-    if (bytes < INBOX_PENDING_BYTES) {
-        bytes = INBOX_PENDING_BYTES;
-    }
-    return natsSubscription_SetPendingLimits(*sub, INBOX_PENDING_MSGS,
-                                             bytes > INT_MAX ? INT_MAX
-                                                             : (int)bytes);
-}
-
-/* One attempt: publishes out and waits for the first reply on sub until
- * deadline; the reply belongs to r->pool.  Returns the nats.c status
- * (NATS_NO_RESPONDERS comes back as nats-server's status message, which
- * nats.c turns into that status); *bus_failed when the publish or its
- * flush failed, i.e. the request may never have left. */
-static natsStatus attempt(request_rec *r, natsConnection *nc, natsMsg *out,
-                          natsSubscription *sub, apr_time_t deadline,
+/* One attempt: publishes msg and waits for the first reply on inbox
+ * until deadline; the reply belongs to r->pool.  Returns the nats.c
+ * status (NATS_NO_RESPONDERS comes back as nats-server's status message);
+ * *bus_failed when the publish failed, i.e. the request never left. */
+static natsStatus attempt(request_rec *r, natsConnection *nc, natsMsg *msg,
+                          aura_inbox_t *inbox, apr_time_t deadline,
                           natsMsg **reply, int *bus_failed)
 {
     natsStatus s;
 
     *reply = NULL;
     *bus_failed = 0;
-    /* Same connection: the server has the subscription before the
-     * request, so no reply can miss it. */
-    s = natsConnection_PublishMsg(nc, out);
-    if (s == NATS_OK) {
-        /* A publish goes to nats.c's flusher thread, which waits 1 ms to
-         * batch writes (its own request call writes at once): that
-         * doubled the latency of a small request.  A flush writes the
-         * subscription and the request now; its PONG is back while the
-         * service is still working on the request. */
-        apr_int64_t ms = apr_time_as_msec(deadline - apr_time_now());
-#ifdef INBOX_GRAVEYARD
-        grave_t *graves = exhume();
-#endif
-
-        s = natsConnection_FlushTimeout(nc, ms > 0 ? ms : 1);
-#ifdef INBOX_GRAVEYARD
-        rest(graves, s == NATS_OK);
-#endif
-    }
+    /* While nats.c reconnects it would buffer the publish and answer
+     * NATS_OK: the request would wait for a reply that cannot come. */
+    s = aura_nats_connected() ? natsConnection_PublishMsg(nc, msg)
+                              : NATS_CONNECTION_DISCONNECTED;
     if (s != NATS_OK) {
-        /* Not even the server took it: nothing about the service. */
         *bus_failed = 1;
         return s;
     }
-    s = aura_stream_next(sub, deadline, reply);
+    s = aura_inbox_next(inbox, deadline, reply);
     if (s == NATS_OK) {
         apr_pool_cleanup_register(r->pool, *reply, msg_cleanup,
                                   apr_pool_cleanup_null);
@@ -513,7 +295,7 @@ static void retry_budget_give(void)
 /* Sends out until a reply, a failure other than no responders, or no
  * retry is left (attempts, budget of the route, budget of retries). */
 static natsStatus send_with_retries(request_rec *r, natsConnection *nc,
-                                    natsMsg *out, natsSubscription *sub,
+                                    natsMsg *out, aura_inbox_t *inbox,
                                     apr_time_t deadline, natsMsg **reply,
                                     int *bus_failed)
 {
@@ -524,7 +306,7 @@ static natsStatus send_with_retries(request_rec *r, natsConnection *nc,
     natsStatus s;
     int n;
 
-    s = attempt(r, nc, out, sub, deadline, reply, bus_failed);
+    s = attempt(r, nc, out, inbox, deadline, reply, bus_failed);
     for (n = 0; s == NATS_NO_RESPONDERS && n < retries; n++) {
         if (apr_time_now() + wait >= deadline || !retry_budget_take()) {
             break;
@@ -534,7 +316,7 @@ static natsStatus send_with_retries(request_rec *r, natsConnection *nc,
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(00093)
                       "no responders on %s: retry %d of %d",
                       natsMsg_GetSubject(out), n + 1, retries);
-        s = attempt(r, nc, out, sub, deadline, reply, bus_failed);
+        s = attempt(r, nc, out, inbox, deadline, reply, bus_failed);
         retry_budget_give();
         wait = wait * 2 > RETRY_MAX_WAIT ? RETRY_MAX_WAIT : wait * 2;
     }
@@ -569,8 +351,8 @@ int aura_natsproxy_handler(request_rec *r)
     aura_request_t *rq;
     aura_envelope_req_t in;
     natsConnection *nc;
-    natsSubscription *sub = NULL;
-    natsMsg *msg = NULL, *out = NULL, *reply = NULL;
+    aura_inbox_t *inbox = NULL;
+    natsMsg *msg = NULL, *reply = NULL;
     aura_breaker_hold_t *hold = NULL;
     int bus_failed = 0;
     natsStatus s;
@@ -615,6 +397,11 @@ int aura_natsproxy_handler(request_rec *r)
     in.role = rq->role;
     in.key_role = rq->key_role;
     in.actor = rq->actor;
+    s = aura_inbox_open(r->pool, &inbox);
+    if (s != NATS_OK) {
+        return request_failed(r, s, d->upstream, limit);
+    }
+    in.reply = aura_inbox_subject(inbox);
 
     s = aura_envelope_encode(r->pool, d->upstream, &in, &msg);
     if (s != NATS_OK) {
@@ -626,10 +413,6 @@ int aura_natsproxy_handler(request_rec *r)
     apr_pool_cleanup_register(r->pool, msg, msg_cleanup,
                               apr_pool_cleanup_null);
     deadline = apr_time_now() + aura_route_timeout(d);
-    s = prepare(r, nc, msg, limit, &sub, &out);
-    if (s != NATS_OK) {
-        return request_failed(r, s, d->upstream, limit);
-    }
     /* Right before the network call: an open breaker leaves the service
      * untouched. */
     rc = aura_breaker_enter(r, d->service, &hold);
@@ -637,10 +420,10 @@ int aura_natsproxy_handler(request_rec *r)
         return rc;
     }
     count_active(r);
-    s = send_with_retries(r, nc, out, sub, deadline, &reply, &bus_failed);
+    s = send_with_retries(r, nc, msg, inbox, deadline, &reply, &bus_failed);
     if (s != NATS_OK) {
         verdict_no_reply(hold, s, bus_failed);
         return request_failed(r, s, d->upstream, limit);
     }
-    return send_reply(r, reply, sub, d->upstream, hold);
+    return send_reply(r, reply, inbox, d->upstream, hold);
 }

@@ -401,10 +401,31 @@ void aura_shm_describe(struct json_t *obj);
 
 /* aura_nats.c: the per-child connection. */
 struct __natsConnection;
+struct __natsMsg;
 void aura_nats_child_init(apr_pool_t *pchild, server_rec *s);
 struct __natsConnection *aura_nats_conn(void);
 apr_int64_t aura_nats_max_payload(void);
 const char *aura_nats_state(void);
+
+/* aura_inbox.c: per-request reply inboxes on the child's one reply
+ * subscription.  Statuses are natsStatus values. */
+typedef struct aura_inbox_t aura_inbox_t;
+int aura_inbox_child_init(struct __natsConnection *nc);
+void aura_inbox_child_exit(void);
+/* Wakes every waiting request (the connection was lost). */
+void aura_inbox_wake_all(void);
+/* An inbox that lives as long as p; NATS_OK, or why not. */
+int aura_inbox_open(apr_pool_t *p, aura_inbox_t **inbox);
+/* The reply subject that reaches the inbox. */
+const char *aura_inbox_subject(const aura_inbox_t *inbox);
+/* Next message on the inbox before deadline (wall clock).  NATS_OK
+ * (*msg is the caller's to destroy), NATS_TIMEOUT, NATS_NO_RESPONDERS,
+ * NATS_SLOW_CONSUMER (messages were dropped over its limits; once), or
+ * NATS_CONNECTION_DISCONNECTED. */
+int aura_inbox_next(aura_inbox_t *inbox, apr_time_t deadline,
+                    struct __natsMsg **msg);
+/* Messages dropped over the inbox's limits so far. */
+apr_int64_t aura_inbox_dropped(aura_inbox_t *inbox);
 
 /* aura_route.c */
 apr_off_t aura_declared_length(request_rec *r);
@@ -533,8 +554,6 @@ int aura_health_handler(request_rec *r);
 /* ---- streamed NATS replies (aura_stream.c) ---------------------------
  * docs/envelope.md, "Streamed replies".  nats.c types by their struct
  * tags, as for the connection above; statuses are natsStatus values. */
-struct __natsMsg;
-struct __natsSubscription;
 
 /** What a reply's Aura-Stream header (any case) says. */
 typedef enum {
@@ -546,17 +565,10 @@ typedef enum {
 
 /* Classify m; *why says what is wrong for AURA_STREAM_INVALID. */
 aura_stream_mark_e aura_stream_mark(struct __natsMsg *m, const char **why);
-/* Next message on an inbox subscription before deadline, waiting in
- * short slices so that a lost NATS connection ends the wait.  Returns a
- * natsStatus: NATS_OK (*msg is the caller's to destroy), NATS_TIMEOUT,
- * NATS_NO_RESPONDERS, NATS_SLOW_CONSUMER, NATS_CONNECTION_DISCONNECTED,
- * or another nats.c failure. */
-int aura_stream_next(struct __natsSubscription *sub, apr_time_t deadline,
-                     struct __natsMsg **msg);
 /* Relays a stream whose begin message r's status and headers came from
  * (already applied); body is the begin message's payload.  Returns OK
  * (an abort mid-body is logged, the connection closed). */
-int aura_stream_relay(request_rec *r, struct __natsSubscription *sub,
+int aura_stream_relay(request_rec *r, aura_inbox_t *inbox,
                       struct __natsMsg *begin, const char *body,
                       apr_size_t body_len, const char *subject);
 /* ---- end of streamed NATS replies ------------------------------------ */

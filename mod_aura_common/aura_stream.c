@@ -11,9 +11,9 @@
  * not in a filter), only then acknowledged on its reply subject, and
  * only then destroyed.  The service keeps at most a window of
  * unacknowledged messages, so what this child holds for one stream is
- * that window of messages in nats.c's pending list, never more than the
- * inbox subscription's pending limits (set by aura_natsproxy.c); a
- * service that ignores the window overflows them and the stream aborts.
+ * that window of messages in its inbox (aura_inbox.c), never more than
+ * the inbox's limits; a service that ignores the window overflows them
+ * and the stream aborts.
  * Nothing per message is allocated from r->pool: the brigade is reused,
  * the buckets point into the message, and the message's pool cleanup is
  * run (not just killed) as soon as it is acknowledged.
@@ -26,7 +26,7 @@
  * logged with its own tag.  A client that went away, or a failure to
  * ack, stops the stream too.  Either way the gateway tells the service
  * with "Aura-Stream: cancel" on the last reply subject it saw, and the
- * inbox subscription goes with r->pool, so nothing keeps flowing.
+ * inbox goes with r->pool: what still arrives for it is dropped.
  *
  * Runs on the request's worker thread only; the connection is the
  * child's shared one (nats.c locks internally).
@@ -45,15 +45,10 @@
 #define AURA_HDR_STREAM "Aura-Stream"
 #define AURA_HDR_SEQ    "Aura-Seq"
 
-/* Longest wait on the inbox before the connection state is looked at
- * again: a lost NATS connection ends a wait within this time, as
- * FailRequestsOnDisconnect does for nats.c's own requests. */
-#define WAIT_SLICE apr_time_from_msec(250)
-
 typedef struct {
     request_rec *r;
     natsConnection *nc;
-    natsSubscription *sub;
+    aura_inbox_t *inbox;
     apr_bucket_brigade *bb;
     const char *subject;
     apr_off_t bytes;              /* body bytes handed to the client */
@@ -67,30 +62,6 @@ static apr_status_t msg_cleanup(void *m)
 {
     natsMsg_Destroy(m);
     return APR_SUCCESS;
-}
-
-int aura_stream_next(struct __natsSubscription *sub, apr_time_t deadline,
-                     struct __natsMsg **msg)
-{
-    natsStatus s;
-
-    *msg = NULL;
-    for (;;) {
-        apr_time_t left = deadline - apr_time_now();
-        apr_int64_t ms;
-
-        if (left <= 0) {
-            return NATS_TIMEOUT;
-        }
-        ms = apr_time_as_msec(left < WAIT_SLICE ? left : WAIT_SLICE);
-        s = natsSubscription_NextMsg(msg, sub, ms > 0 ? ms : 1);
-        if (s != NATS_TIMEOUT) {
-            return s;
-        }
-        if (!aura_nats_connected()) {
-            return NATS_CONNECTION_DISCONNECTED;
-        }
-    }
 }
 
 /* The values of a header whose name matches case-insensitively (nats.c
@@ -309,24 +280,23 @@ static int check_message(stream_t *st, natsMsg *m, apr_int64_t expected)
         return -1;
     }
     if (seq != expected) {
-        /* nats.c drops what overflows the pending limits, and a later
-         * message clears its slow-consumer flag: the gap is the proof. */
-        int64_t dropped = 0;
+        /* A service that skipped one; the inbox's drops (reported by
+         * the wait right after them) are counted here too. */
+        apr_int64_t dropped = aura_inbox_dropped(st->inbox);
 
-        (void)natsSubscription_GetDropped(st->sub, &dropped);
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, st->r, AURA_LOGNO(00060)
                       "stream on %s aborted after %" APR_OFF_T_FMT
                       " bytes: gap in Aura-Seq, %" APR_INT64_T_FMT
                       " arrived where %" APR_INT64_T_FMT " was expected "
                       "(%" APR_INT64_T_FMT " messages over the gateway's "
                       "pending limit)", st->subject, st->bytes, seq,
-                      expected, (apr_int64_t)dropped);
+                      expected, dropped);
         return -1;
     }
     return mark == AURA_STREAM_END;
 }
 
-int aura_stream_relay(request_rec *r, struct __natsSubscription *sub,
+int aura_stream_relay(request_rec *r, aura_inbox_t *inbox,
                       struct __natsMsg *begin, const char *body,
                       apr_size_t body_len, const char *subject)
 {
@@ -339,7 +309,7 @@ int aura_stream_relay(request_rec *r, struct __natsSubscription *sub,
     memset(&st, 0, sizeof(st));
     st.r = r;
     st.nc = aura_nats_conn();
-    st.sub = sub;
+    st.inbox = inbox;
     st.subject = subject;
     st.bb = apr_brigade_create(r->pool, r->connection->bucket_alloc);
     remember_reply(&st, begin);
@@ -363,7 +333,7 @@ int aura_stream_relay(request_rec *r, struct __natsSubscription *sub,
         natsMsg *m = NULL;
         int last;
 
-        s = aura_stream_next(sub, apr_time_now() + idle, &m);
+        s = aura_inbox_next(inbox, apr_time_now() + idle, &m);
         if (s != NATS_OK) {
             return wait_failed(&st, s, idle);
         }
