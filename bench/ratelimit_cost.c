@@ -69,35 +69,8 @@
 #define WARM_STAGE1   N_ADDRS    /* every address has its slot */
 #define WARM_ROUND    20         /* script cached, buffers grown */
 
-/* Copied verbatim from mod_aura_common/aura_redis.c (quota_script): its
- * SHA-1 must be the one the module sends. */
-static const char quota_script[] =
-    "local limit = tonumber(ARGV[1])\n"
-    "local w = tonumber(ARGV[2])\n"
-    "if not limit or not w or limit < 1 or w < 1 then\n"
-    "    return redis.error_reply('ERR aura quota: bad limit or window')\n"
-    "end\n"
-    "local t = redis.call('TIME')\n"
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "local cur = math.floor(now / w)\n"
-    "local e = now - cur * w\n"
-    "local ckey = KEYS[1] .. ':' .. string.format('%d', cur)\n"
-    "local pkey = KEYS[1] .. ':' .. string.format('%d', cur - 1)\n"
-    "local c = tonumber(redis.call('GET', ckey) or '0')\n"
-    "local p = tonumber(redis.call('GET', pkey) or '0')\n"
-    "local left = (limit - c - 1) * w - p * (w - e)\n"
-    "if left >= 0 then\n"
-    "    redis.call('INCR', ckey)\n"
-    "    redis.call('PEXPIRE', ckey, 2 * w)\n"
-    "    return {1, math.floor(left / w), w - e, 0}\n"
-    "end\n"
-    "local retry\n"
-    "if c + 1 > limit then\n"
-    "    retry = (w - e) + math.ceil(math.max(0, w * (c - limit + 1)) / c)\n"
-    "else\n"
-    "    retry = math.max(1, math.ceil(w * (p + c - limit + 1) / p) - e)\n"
-    "end\n"
-    "return {0, 0, w - e, retry}\n";
+/* The module's own script: its SHA-1 must be the one the module sends. */
+#include "aura_quota_script.h"
 
 /* A fixed key: the cost of SipHash does not depend on it. */
 static const unsigned char hash_key[AURA_SIPHASH_KEY_LEN] = {

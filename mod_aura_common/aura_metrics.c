@@ -159,6 +159,8 @@ static void policy(request_rec *r)
     two(r, "aura_actor_quota_decisions_total", "counter",
         "Actor quota decisions, by who made them.", "by", "redis",
         AURA_CTR_ACTOR_REDIS, "fallback", AURA_CTR_ACTOR_FALLBACK);
+    ap_rprintf(r, "aura_actor_quota_decisions_total{by=\"lease\"} %"
+               APR_UINT64_T_FMT "\n", aura_shm_counter(AURA_CTR_ACTOR_LEASE));
     counter(r, "aura_redis_errors_total", "Failed Redis calls.", "",
             aura_shm_counter(AURA_CTR_REDIS_ERRORS));
     family(r, "aura_redis_fallback", "gauge",

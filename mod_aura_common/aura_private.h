@@ -259,6 +259,7 @@ typedef struct {
  * of the actor quota (DESIGN.md section 8). */
 typedef struct {
     int admitted;
+    apr_int64_t granted;        /* requests admitted and counted (lease) */
     apr_int64_t limit;          /* the limit the script applied */
     apr_int64_t remaining;      /* requests left in the window (>= 0) */
     apr_int64_t reset_ms;       /* ms until the current window ends */
@@ -266,12 +267,13 @@ typedef struct {
 } aura_quota_result_t;
 void aura_redis_child_init(apr_pool_t *pchild, server_rec *s);
 int aura_redis_configured(void);
-/* One check-and-count of key against limit per window_ms.  APR_SUCCESS
- * with *out filled, or an error status (connect, timeout, bad reply):
- * the caller then falls back and feeds the Redis breaker. */
+/* One check-and-count of key against limit per window_ms, for up to
+ * want requests at once.  APR_SUCCESS with *out filled, or an error
+ * status (connect, timeout, bad reply): the caller then falls back and
+ * feeds the Redis breaker. */
 apr_status_t aura_redis_quota(request_rec *r, const char *key,
                               apr_int64_t limit, apr_int64_t window_ms,
-                              aura_quota_result_t *out);
+                              apr_int64_t want, aura_quota_result_t *out);
 
 /* aura_config.c */
 extern const command_rec aura_cmds[];
@@ -344,6 +346,7 @@ typedef enum {
     AURA_CTR_TARGETS_FULL,     /* a target went without a breaker */
     AURA_CTR_BREAKER_HALF_OPENED, /* a breaker let its first probe out */
     AURA_CTR_BREAKER_CLOSED,   /* a probe's success closed a breaker */
+    AURA_CTR_ACTOR_LEASE,      /* stage 2 decided from a child's lease */
     AURA_CTR_COUNT
 } aura_counter_e;
 void aura_count(aura_counter_e c);

@@ -68,50 +68,7 @@
  * firewall or NAT may have dropped silently is not worth a timeout. */
 #define AURA_REDIS_IDLE_TTL apr_time_from_sec(60)
 
-/* KEYS[1]: the actor's key prefix, with a hash tag.  ARGV[1]: the limit
- * (requests per window, >= 1).  ARGV[2]: the window w in ms (>= 1).
- *
- * Two fixed windows, the current one (count c, elapsed e ms) and the one
- * before (count p); the previous one is weighted by the part of it that
- * still overlaps a window of w ms ending now:
- *     estimate = p * (w - e) / w + c
- * A request is admitted iff estimate + 1 <= limit, which is computed
- * multiplied by w ("left") so that the test is exact in integers.
- * Returns {admitted, remaining, reset_ms, retry_after_ms}.  Lua numbers
- * are truncated towards zero on the way out: every result is floored or
- * ceiled here, explicitly.  Redis 7 replicates a script by its effects,
- * so TIME before a write is allowed. */
-static const char quota_script[] =
-    "local limit = tonumber(ARGV[1])\n"
-    "local w = tonumber(ARGV[2])\n"
-    "if not limit or not w or limit < 1 or w < 1 then\n"
-    "    return redis.error_reply('ERR aura quota: bad limit or window')\n"
-    "end\n"
-    "local t = redis.call('TIME')\n"
-    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-    "local cur = math.floor(now / w)\n"
-    "local e = now - cur * w\n"
-    "local ckey = KEYS[1] .. ':' .. string.format('%d', cur)\n"
-    "local pkey = KEYS[1] .. ':' .. string.format('%d', cur - 1)\n"
-    "local c = tonumber(redis.call('GET', ckey) or '0')\n"
-    "local p = tonumber(redis.call('GET', pkey) or '0')\n"
-    "local left = (limit - c - 1) * w - p * (w - e)\n"
-    "if left >= 0 then\n"
-    "    redis.call('INCR', ckey)\n"
-    "    redis.call('PEXPIRE', ckey, 2 * w)\n"
-    "    return {1, math.floor(left / w), w - e, 0}\n"
-    "end\n"
-    /* Refused, nothing written.  c + 1 > limit: not in this window;
-     * in the next one c becomes the previous count, and a request passes
-     * once c * (w - e') / w + 1 <= limit.  Otherwise it passes later in
-     * this window, once the previous window weighs little enough. */
-    "local retry\n"
-    "if c + 1 > limit then\n"
-    "    retry = (w - e) + math.ceil(math.max(0, w * (c - limit + 1)) / c)\n"
-    "else\n"
-    "    retry = math.max(1, math.ceil(w * (p + c - limit + 1) / p) - e)\n"
-    "end\n"
-    "return {0, 0, w - e, retry}\n";
+#include "aura_quota_script.h"
 
 typedef struct {
     redisContext *ctx;
@@ -305,8 +262,9 @@ int aura_redis_configured(void)
     return redis_pool != NULL;
 }
 
-/* {admitted 0/1, remaining, reset_ms, retry_after_ms}, none negative. */
-static int reply_well_formed(const redisReply *reply)
+/* {granted 0..want, remaining, reset_ms, retry_after_ms}, none
+ * negative. */
+static int reply_well_formed(const redisReply *reply, apr_int64_t want)
 {
     size_t i;
 
@@ -319,13 +277,14 @@ static int reply_well_formed(const redisReply *reply)
             return 0;
         }
     }
-    return reply->element[0]->integer <= 1;
+    return reply->element[0]->integer <= want;
 }
 
 /* The script's answer into *out.  The key is never logged: it names an
  * actor, and the error text of a script does not contain it. */
 static apr_status_t read_result(request_rec *r, const redisReply *reply,
-                                apr_int64_t limit, aura_quota_result_t *out)
+                                apr_int64_t limit, apr_int64_t want,
+                                aura_quota_result_t *out)
 {
     if (reply->type == REDIS_REPLY_ERROR) {
         if (log_now(&last_reply_logged)) {
@@ -336,7 +295,7 @@ static apr_status_t read_result(request_rec *r, const redisReply *reply,
         }
         return APR_EGENERAL;
     }
-    if (!reply_well_formed(reply)) {
+    if (!reply_well_formed(reply, want)) {
         if (log_now(&last_reply_logged)) {
             ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, AURA_LOGNO(00074)
                           "malformed answer to the quota script from "
@@ -345,7 +304,8 @@ static apr_status_t read_result(request_rec *r, const redisReply *reply,
         }
         return APR_EGENERAL;
     }
-    out->admitted = (int)reply->element[0]->integer;
+    out->granted = reply->element[0]->integer;
+    out->admitted = out->granted > 0;
     out->limit = limit;
     out->remaining = reply->element[1]->integer;
     out->reset_ms = reply->element[2]->integer;
@@ -363,17 +323,19 @@ static int is_noscript(const redisReply *reply)
  * context failed (*err_no: errno right after). */
 static redisReply *run_script(request_rec *r, redisContext *c,
                               const char *key, const char *limit,
-                              const char *window, int *err_no)
+                              const char *window, const char *want,
+                              int *err_no)
 {
-    const char *argv[6] = { "EVALSHA", script_sha, "1", key, limit, window };
-    size_t argvlen[6];
+    const char *argv[7] = { "EVALSHA", script_sha, "1", key, limit, window,
+                            want };
+    size_t argvlen[7];
     redisReply *reply;
     int i;
 
-    for (i = 0; i < 6; i++) {
+    for (i = 0; i < 7; i++) {
         argvlen[i] = strlen(argv[i]);
     }
-    reply = redisCommandArgv(c, 6, argv, argvlen);
+    reply = redisCommandArgv(c, 7, argv, argvlen);
     *err_no = errno;
     if (reply && is_noscript(reply)) {
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(00076)
@@ -384,7 +346,7 @@ static redisReply *run_script(request_rec *r, redisContext *c,
         argv[1] = quota_script;
         argvlen[0] = 4;
         argvlen[1] = sizeof(quota_script) - 1;
-        reply = redisCommandArgv(c, 6, argv, argvlen);
+        reply = redisCommandArgv(c, 7, argv, argvlen);
         *err_no = errno;
     }
     return reply;
@@ -393,8 +355,8 @@ static redisReply *run_script(request_rec *r, redisContext *c,
 /* One attempt on one pooled context; *stale when that context had been
  * closed by Redis while idle in the pool (another one may work). */
 static apr_status_t quota_once(request_rec *r, const char *key,
-                               const char *limit_s, const char *window_s,
-                               apr_int64_t limit, aura_quota_result_t *out,
+                               const char *const args[3], apr_int64_t limit,
+                               apr_int64_t want, aura_quota_result_t *out,
                                int *stale)
 {
     redis_conn_t *conn;
@@ -415,7 +377,8 @@ static apr_status_t quota_once(request_rec *r, const char *key,
         }
         return rv;
     }
-    reply = run_script(r, conn->ctx, key, limit_s, window_s, &err_no);
+    reply = run_script(r, conn->ctx, key, args[0], args[1], args[2],
+                       &err_no);
     if (!reply || conn->ctx->err) {
         rv = context_status(conn->ctx, err_no);
         *stale = conn->reused && closed_under_us(conn->ctx, err_no);
@@ -431,7 +394,7 @@ static apr_status_t quota_once(request_rec *r, const char *key,
         apr_reslist_invalidate(redis_pool, conn);
         return rv;
     }
-    rv = read_result(r, reply, limit, out);
+    rv = read_result(r, reply, limit, want, out);
     freeReplyObject(reply);
     conn->reused = 1;
     apr_reslist_release(redis_pool, conn);
@@ -440,9 +403,10 @@ static apr_status_t quota_once(request_rec *r, const char *key,
 
 apr_status_t aura_redis_quota(request_rec *r, const char *key,
                               apr_int64_t limit, apr_int64_t window_ms,
-                              aura_quota_result_t *out)
+                              apr_int64_t want, aura_quota_result_t *out)
 {
-    char limit_s[24], window_s[24];
+    char limit_s[24], window_s[24], want_s[24];
+    const char *const args[3] = { limit_s, window_s, want_s };
     apr_status_t rv;
     int stale, tries;
 
@@ -450,17 +414,18 @@ apr_status_t aura_redis_quota(request_rec *r, const char *key,
     if (!redis_pool) {
         return APR_ENOTIMPL;
     }
-    if (!key || limit < 1 || window_ms < 1) {
+    if (!key || limit < 1 || window_ms < 1 || want < 1) {
         return APR_EINVAL;
     }
     apr_snprintf(limit_s, sizeof(limit_s), "%" APR_INT64_T_FMT, limit);
     apr_snprintf(window_s, sizeof(window_s), "%" APR_INT64_T_FMT, window_ms);
+    apr_snprintf(want_s, sizeof(want_s), "%" APR_INT64_T_FMT, want);
     /* After a Redis restart every idle context of the pool is closed:
      * each one fails at once (no timeout is spent), and at most the whole
      * pool plus one fresh context is tried. */
     tries = 0;
     do {
-        rv = quota_once(r, key, limit_s, window_s, limit, out, &stale);
+        rv = quota_once(r, key, args, limit, want, out, &stale);
     } while (stale && ++tries <= redis_pool_max);
     return rv;
 }

@@ -28,7 +28,7 @@
 #include <jansson.h>
 
 #define AURA_SHM_MAGIC    0x41555241u /* "AURA" */
-#define AURA_SHM_LAYOUT   6u
+#define AURA_SHM_LAYOUT   7u
 #define AURA_MUTEX_TYPE   "aura-shm"
 #define AURA_RETAINED_KEY "mod_aura_common-shm"
 
@@ -109,7 +109,7 @@ static const char *const counter_names[AURA_CTR_COUNT] = {
     "actor_fallback", "redis_errors", "breaker_opened", "breaker_rejected",
     "nats_retries", "nats_no_responders", "nats_timeouts", "http_timeouts",
     "db_nats", "db_http", "db_unresolved", "targets_full",
-    "breaker_half_opened", "breaker_closed"
+    "breaker_half_opened", "breaker_closed", "actor_lease"
 };
 
 static geometry_t geometry_of(server_rec *s)

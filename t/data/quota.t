@@ -24,7 +24,7 @@ use Aura::Test qw(problem_ok new_reqid exec_count mint redis_stop
                   wait_until);
 use Aura::Load qw(counters);
 
-plan tests => 4 + 4 + 1 + 3 + 3 + 2 + 7 + 5;
+plan tests => 4 + 4 + 1 + 3 + 3 + 2 + 7 + 5 + 5;
 
 Apache::TestRequest::module('aura_limits');
 my $base = 'http://' . Apache::TestRequest::hostport();
@@ -128,3 +128,30 @@ like(redis_cli('--scan', '--pattern', "aura:q:{d:proj-a:dave-$tag}:60:*"),
      qr/dave/, 'the quota lives in Redis again');
 my $c3 = counters($base);
 ok($c3->{actor_redis} > $c2->{actor_redis}, 'counted as Redis decisions');
+
+# --- a big quota: leases of 100 from Redis, admitted locally ----------------
+# 100000 per 60 s: each child asks the script for 100 at once and admits
+# the rest itself, so Redis sees a call per 100 requests and child, and
+# counts the leased requests, never more than the limit.
+my $erin = 'Bearer ' . token("erin-$tag");
+my $c4 = counters($base);
+my ($lease, $lres) = run(250, '/v1/limit/lease/x', apikey => $ANON,
+                         Authorization => $erin);
+is(scalar(grep { $_ == 200 } @$lease), 250, 'leases: all 250 admitted');
+my $c5 = counters($base);
+my $by_redis = $c5->{actor_redis} - $c4->{actor_redis};
+is($by_redis + $c5->{actor_lease} - $c4->{actor_lease}, 250,
+   'leases: every request decided, by Redis or by a lease');
+cmp_ok($by_redis, '<=', 8,
+       "leases: Redis asked $by_redis times for 250 requests (<= 8)");
+$sum = 0;
+for my $k (split /\n/, redis_cli('--scan', '--pattern',
+                                 "aura:q:{d:proj-a:erin-$tag}:60:*")) {
+    $sum += redis_cli('GET', $k);
+}
+ok($sum >= 250 && $sum <= 250 + $by_redis * 99,
+   "leases: Redis counted $sum, the 250 and at most the unused leases");
+my ($left) = ($lres->header('RateLimit') // '') =~ /;r=(\d+);/;
+ok(defined $left && $left <= 100000 - 250 && $left >= 100000 - $sum,
+   'leases: the remaining quota is reported ('
+   . ($left // 'none') . ')');
