@@ -40,6 +40,9 @@ static volatile int child_exiting;
  * after the change; a request that slips through in between is
  * refused by nats.c or woken by aura_inbox_wake_all(). */
 static volatile apr_uint32_t child_connected;
+/* The server's max payload, read once per (re)connect: reading it from
+ * the connection takes its lock, on every request. */
+static volatile apr_uint64_t child_max_payload;
 
 /* nats.c frees every message on its garbage-collector thread: each
  * natsMsg_Destroy() queues the message and wakes that thread (a futex
@@ -98,6 +101,8 @@ static void on_connected(natsConnection *nc, void *closure)
     char url[256];
 
     (void)closure;
+    apr_atomic_set64(&child_max_payload,
+                     (apr_uint64_t)natsConnection_GetMaxPayload(nc));
     apr_atomic_set32(&child_connected, 1);
     if (natsConnection_GetConnectedUrl(nc, url, sizeof(url)) != NATS_OK) {
         apr_cpystrn(url, "?", sizeof(url));
@@ -280,6 +285,17 @@ void aura_nats_child_init(apr_pool_t *pchild, server_rec *s)
     natsStatus st;
 
     child_server = s;
+    /* Without spinning: nats.c's default spins up to 2000 times on a
+     * busy lock before it sleeps, and the connection lock is held for a
+     * whole socket write (send-as-soon-as-possible, below) while the
+     * worker threads of the child queue for it: the spinning was 8 % of
+     * the child's CPU under load.  First nats.c call of the child. */
+    if (nats_Open(0) != NATS_OK) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, AURA_LOGNO(00126)
+                     "cannot initialise the NATS library: %s",
+                     nats_GetLastError(NULL));
+        return;
+    }
     /* Registered first so it also runs when a step below fails. */
     apr_pool_cleanup_register(pchild, NULL, nats_child_cleanup,
                               apr_pool_cleanup_null);
@@ -333,8 +349,8 @@ AURA_DECLARE(int) aura_nats_connected(void)
 
 apr_int64_t aura_nats_max_payload(void)
 {
-    return aura_nats_connected() ? natsConnection_GetMaxPayload(child_nc)
-                                 : 0;
+    return aura_nats_connected()
+           ? (apr_int64_t)apr_atomic_read64(&child_max_payload) : 0;
 }
 
 const char *aura_nats_state(void)

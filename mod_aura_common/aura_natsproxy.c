@@ -376,7 +376,7 @@ int aura_natsproxy_handler(request_rec *r)
         return refuse(r, HTTP_SERVICE_UNAVAILABLE, "upstream-error",
                       "the message bus is unavailable");
     }
-    limit = natsConnection_GetMaxPayload(nc);
+    limit = aura_nats_max_payload();
     if (aura_declared_length(r) > limit) {
         return aura_too_large(r, limit);
     }

@@ -542,6 +542,8 @@ void aura_problem_register(void);
 void aura_insert_problem_filter(request_rec *r);
 
 /* aura_reqid.c */
+/* Draws the child's key of the request id and trace generator. */
+void aura_reqid_child_init(void);
 const char *aura_reqid_pick(request_rec *r);
 /* The trace id; r's traceparent is set to what goes upstream. */
 const char *aura_trace_begin(request_rec *r);

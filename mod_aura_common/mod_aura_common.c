@@ -51,6 +51,7 @@ static int aura_post_config(apr_pool_t *pconf, apr_pool_t *plog,
 static void aura_child_init(apr_pool_t *pchild, server_rec *s)
 {
     aura_shm_child_init(pchild, s);
+    aura_reqid_child_init();
     aura_nats_child_init(pchild, s);
     aura_db_child_init(pchild, s);
     aura_keystore_child_init(pchild, s);
