@@ -30,6 +30,15 @@
  * aura_inbox_open() and unregistered by a cleanup of the pool it belongs
  * to (r->pool), which also frees what is still queued; after the
  * cleanup no callback can reach it.
+ *
+ * The callback wakes the waiting thread after it has let go of the
+ * mutex: woken under it, the thread would only block again on the mutex
+ * it needs to return (a second sleep and wake per request).  That is
+ * safe because an inbox's memory (and its condition variable) is never
+ * freed while the child runs: a closed inbox goes to a free list and is
+ * reused, so a wake that comes late is a spurious wake-up of its next
+ * user, which looks at its queue and waits again.  The list holds at most
+ * as many inboxes as the child ever had requests waiting at once.
  */
 #include "aura_private.h"
 
@@ -69,6 +78,7 @@ static natsSubscription *mux_sub;
 static char prefix[64];             /* "_INBOX.<nuid>" */
 static apr_size_t prefix_len;
 static apr_uint64_t next_token;     /* under mux_lock */
+static aura_inbox_t *free_inboxes;  /* under mux_lock; linked by next */
 
 static aura_inbox_t **bucket_of(apr_uint64_t token)
 {
@@ -125,14 +135,17 @@ static void on_reply(natsConnection *nc, natsSubscription *sub,
             in->count++;
             in->bytes += len;
             kept = 1;
-            pthread_cond_signal(&in->cond);
         }
         else {
             in->dropped++;
         }
     }
     pthread_mutex_unlock(&mux_lock);
-    if (!kept) {
+    if (kept) {
+        /* Outside the mutex: see the top of this file. */
+        pthread_cond_signal(&in->cond);
+    }
+    else {
         aura_nats_msg_release(msg);
     }
 }
@@ -140,6 +153,8 @@ static void on_reply(natsConnection *nc, natsSubscription *sub,
 static apr_status_t inbox_cleanup(void *data)
 {
     aura_inbox_t *in = data, **link;
+    natsMsg *left[INBOX_PENDING_MSGS];
+    unsigned int n = 0, i;
 
     pthread_mutex_lock(&mux_lock);
     for (link = bucket_of(in->token); *link && *link != in;
@@ -148,39 +163,64 @@ static apr_status_t inbox_cleanup(void *data)
     if (*link) {
         *link = in->next;
     }
-    pthread_mutex_unlock(&mux_lock);
-    /* Unreachable now: what is queued is ours alone. */
     while (in->count) {
-        aura_nats_msg_release(in->queue[in->head]);
+        left[n++] = in->queue[in->head];
         in->head = (in->head + 1) % INBOX_PENDING_MSGS;
         in->count--;
     }
-    pthread_cond_destroy(&in->cond);
+    in->next = free_inboxes;
+    free_inboxes = in;
+    pthread_mutex_unlock(&mux_lock);
+    for (i = 0; i < n; i++) {
+        aura_nats_msg_release(left[i]);
+    }
     return APR_SUCCESS;
+}
+
+/* A new inbox, with its condition variable: malloc'ed, never freed while
+ * the child runs (see the top of this file). */
+static aura_inbox_t *inbox_create(void)
+{
+    aura_inbox_t *in = calloc(1, sizeof(*in));
+    pthread_condattr_t attr;
+    int failed;
+
+    if (!in || pthread_condattr_init(&attr)) {
+        free(in);
+        return NULL;
+    }
+    /* Waits are measured on the monotonic clock: a step of the wall
+     * clock neither cuts nor stretches a budget. */
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    failed = pthread_cond_init(&in->cond, &attr);
+    pthread_condattr_destroy(&attr);
+    if (failed) {
+        free(in);
+        return NULL;
+    }
+    return in;
 }
 
 int aura_inbox_open(apr_pool_t *p, aura_inbox_t **out)
 {
     aura_inbox_t *in;
-    pthread_condattr_t attr;
     apr_int64_t max_payload = aura_nats_max_payload();
 
     *out = NULL;
     if (!mux_sub) {
         return NATS_CONNECTION_CLOSED;
     }
-    in = apr_pcalloc(p, sizeof(*in));
-    if (pthread_condattr_init(&attr)) {
+    pthread_mutex_lock(&mux_lock);
+    in = free_inboxes;
+    if (in) {
+        free_inboxes = in->next;
+    }
+    pthread_mutex_unlock(&mux_lock);
+    if (!in && !(in = inbox_create())) {
         return NATS_NO_MEMORY;
     }
-    /* Waits are measured on the monotonic clock: a step of the wall
-     * clock neither cuts nor stretches a budget. */
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    if (pthread_cond_init(&in->cond, &attr)) {
-        pthread_condattr_destroy(&attr);
-        return NATS_NO_MEMORY;
-    }
-    pthread_condattr_destroy(&attr);
+    in->head = in->count = 0;
+    in->bytes = in->dropped = in->dropped_told = 0;
     in->max_bytes = max_payload * INBOX_PENDING_MSGS;
     if (in->max_bytes < INBOX_PENDING_BYTES) {
         in->max_bytes = INBOX_PENDING_BYTES;
@@ -307,6 +347,9 @@ void aura_inbox_child_exit(void)
         natsSubscription_Destroy(mux_sub);
         mux_sub = NULL;
     }
+    /* The free list stays, reachable, until the process exits: nats.c
+     * does not say that a callback still running has returned when the
+     * subscription is destroyed, and that callback may still wake one. */
 }
 
 int aura_inbox_child_init(natsConnection *nc)
