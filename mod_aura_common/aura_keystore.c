@@ -122,7 +122,7 @@ static apr_status_t lookup_db(request_rec *r, const char *hash,
     return APR_SUCCESS;
 }
 
-apr_status_t aura_keystore_lookup(request_rec *r, const char *key,
+apr_status_t aura_keystore_lookup(request_rec *r, const char *hash,
                                   aura_key_identity_t *id)
 {
     key_slot_t e;
@@ -130,7 +130,7 @@ apr_status_t aura_keystore_lookup(request_rec *r, const char *key,
     apr_status_t rv;
 
     memset(&e, 0, sizeof(e));
-    aura_apikey_hash(key, e.hash);
+    apr_cpystrn(e.hash, hash, sizeof(e.hash));
     if (cache_get(e.hash, now, &e)) {
         aura_count(AURA_CTR_KEY_HITS);
     }

@@ -448,7 +448,8 @@ apr_status_t aura_db_query(request_rec *r, aura_db_stmt_e id,
 
 /* aura_keystore.c */
 void aura_keystore_child_init(apr_pool_t *pchild, server_rec *s);
-apr_status_t aura_keystore_lookup(request_rec *r, const char *key,
+/* By the key's SHA-256 in hex (aura_apikey_hash()), never the key. */
+apr_status_t aura_keystore_lookup(request_rec *r, const char *hash,
                                   aura_key_identity_t *id);
 void aura_keystore_invalidate_project(const char *project);
 void aura_keystore_register(void);
