@@ -32,6 +32,12 @@ static const char *safe(apr_pool_t *p, const char *v, apr_size_t max)
     if (!v || !*v) {
         return "-";
     }
+    /* Most values need nothing: no copy then. */
+    for (i = 0; i < max && v[i] && safe_char(v[i]); i++) {
+    }
+    if (!v[i]) {
+        return v;
+    }
     out = apr_pstrndup(p, v, max);
     for (i = 0; out[i]; i++) {
         if (!safe_char(out[i])) {
@@ -109,21 +115,24 @@ int aura_log_transaction(request_rec *r)
     }
     d = aura_dir_conf(r);
     outcomes(r, &limit, &breaker);
-    apr_table_setn(r->notes, "aura-plane", aura_plane_name(rq->plane));
-    apr_table_setn(r->notes, "aura-request-id",
+    /* Added, not set: this hook runs once per request, first, on notes
+     * no one else names (an internal redirect's request has notes of its
+     * own), so there is nothing to replace and no need to search. */
+    apr_table_addn(r->notes, "aura-plane", aura_plane_name(rq->plane));
+    apr_table_addn(r->notes, "aura-request-id",
                    safe(r->pool, rq->request_id, 128));
-    apr_table_setn(r->notes, "aura-trace-id",
+    apr_table_addn(r->notes, "aura-trace-id",
                    safe(r->pool, rq->trace_id, 32));
-    apr_table_setn(r->notes, "aura-project", safe(r->pool, rq->project, 64));
-    apr_table_setn(r->notes, "aura-actor", safe(r->pool, rq->actor, 128));
-    apr_table_setn(r->notes, "aura-role", safe(r->pool, rq->role, 32));
-    apr_table_setn(r->notes, "aura-service",
+    apr_table_addn(r->notes, "aura-project", safe(r->pool, rq->project, 64));
+    apr_table_addn(r->notes, "aura-actor", safe(r->pool, rq->actor, 128));
+    apr_table_addn(r->notes, "aura-role", safe(r->pool, rq->role, 32));
+    apr_table_addn(r->notes, "aura-service",
                    d->service != AURA_UNSET ? aura_service_names[d->service]
                                             : "-");
-    apr_table_setn(r->notes, "aura-upstream", upstream_kind(r));
-    apr_table_setn(r->notes, "aura-limit", limit);
-    apr_table_setn(r->notes, "aura-breaker", breaker);
-    apr_table_setn(r->notes, "aura-path", safe_path(r->pool, r->uri));
+    apr_table_addn(r->notes, "aura-upstream", upstream_kind(r));
+    apr_table_addn(r->notes, "aura-limit", limit);
+    apr_table_addn(r->notes, "aura-breaker", breaker);
+    apr_table_addn(r->notes, "aura-path", safe_path(r->pool, r->uri));
     /* The metrics count what the access log logs: once per request. */
     aura_shm_record(rq->plane, d->service, r->status,
                     apr_time_now() - rq->start);
