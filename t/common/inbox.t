@@ -21,8 +21,7 @@ use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET);
 use Aura::Test qw(ANON_KEY default_key exec_count new_reqid error_log_size
                   error_log_since wait_until);
-use LWP::UserAgent;
-use POSIX ();
+use Aura::Load qw(fan_out);
 
 plan tests => 8;
 
@@ -30,37 +29,6 @@ Apache::TestRequest::module('aura_data');
 default_key();
 my $base = 'http://' . Apache::TestRequest::hostport();
 my $tag = "$$-" . int(time);
-
-# Runs $clients processes, each calling $each->($ua, $i) and printing one
-# line; returns the lines.
-sub fan_out {
-    my ($clients, $each) = @_;
-    my @kids;
-    for my $i (1 .. $clients) {
-        pipe(my $r, my $w) or die "pipe: $!";
-        my $pid = fork();
-        die "fork: $!" unless defined $pid;
-        if (!$pid) {
-            close $r;
-            my $ua = LWP::UserAgent->new(keep_alive => 1, timeout => 30);
-            $ua->default_header(apikey => ANON_KEY);
-            print $w $each->($ua, $i), "\n";
-            close $w;
-            POSIX::_exit(0);
-        }
-        close $w;
-        push @kids, [$pid, $r];
-    }
-    my @lines;
-    for my $k (@kids) {
-        my $fh = $k->[1];
-        my $line = <$fh>;
-        push @lines, defined $line ? $line : '';
-        waitpid($k->[0], 0);
-    }
-    chomp @lines;
-    return @lines;
-}
 
 # --- many clients at once ----------------------------------------------------
 my ($clients, $n) = (8, 40);
@@ -84,7 +52,7 @@ my @lines = fan_out($clients, sub {
         }
     }
     return "$ok $crossed $failed";
-});
+}, { apikey => ANON_KEY });
 my ($ok, $crossed, $failed) = (0, 0, 0);
 for (@lines) {
     my @f = split / /;
@@ -106,7 +74,7 @@ my @slow = fan_out(3, sub {
                        'X-Request-Id' => $late[$i - 1],
                        'X-Example-Delay-Ms' => 1500);
     return $res->code;
-});
+}, { apikey => ANON_KEY });
 is_deeply(\@slow, [504, 504, 504], 'three requests past their budget: 504');
 # Meanwhile (the late replies land about 0.5 s after the 504s) and after:
 # requests keep getting their own replies.

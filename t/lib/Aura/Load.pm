@@ -13,7 +13,40 @@ use LWP::UserAgent;
 use POSIX ();
 use Time::HiRes qw(time);
 
-our @EXPORT_OK = qw(hammer counters health_json);
+our @EXPORT_OK = qw(hammer fan_out counters health_json);
+
+# $clients processes at once, each running $each->($ua, $i) with its own
+# keep-alive user agent ($headers as default headers) and returning one
+# line of text; returns the lines, in client order.
+sub fan_out {
+    my ($clients, $each, $headers) = @_;
+    my @kids;
+    for my $i (1 .. $clients) {
+        pipe(my $r, my $w) or die "pipe: $!";
+        my $pid = fork();
+        die "fork: $!" unless defined $pid;
+        if (!$pid) {
+            close $r;
+            my $ua = LWP::UserAgent->new(keep_alive => 1, timeout => 30);
+            $ua->default_header($_ => $headers->{$_}) for keys %{$headers || {}};
+            print $w $each->($ua, $i), "\n";
+            close $w;
+            # _exit: the child must not run the test's END blocks.
+            POSIX::_exit(0);
+        }
+        close $w;
+        push @kids, [$pid, $r];
+    }
+    my @lines;
+    for my $k (@kids) {
+        my $fh = $k->[1];
+        my $line = <$fh> // '';
+        chomp $line;
+        push @lines, $line;
+        waitpid($k->[0], 0);
+    }
+    return @lines;
+}
 
 # $clients processes, each on one keep-alive connection, send GET $url
 # back to back for $secs seconds.  With warmup => $other_url each first
@@ -26,38 +59,21 @@ sub hammer {
     my (%o) = @_;
     my $url = $o{url} or die 'hammer: url';
     my $secs = $o{seconds} || 1;
-    my $clients = $o{clients} || 1;
     my $headers = $o{headers} || {};
-    my (@kids, %codes);
-    my ($first, $last);
-    for my $i (1 .. $clients) {
-        pipe(my $r, my $w) or die "pipe: $!";
-        my $pid = fork();
-        die "fork: $!" unless defined $pid;
-        if (!$pid) {
-            close $r;
-            my $ua = LWP::UserAgent->new(keep_alive => 1, timeout => 10);
-            my %c;
-            $ua->get($o{warmup}, %$headers) if $o{warmup};
-            my $start = time;
-            my $deadline = $start + $secs;
-            while (time < $deadline) {
-                my $res = $ua->get($url, %$headers);
-                $c{$res->code}++;
-            }
-            print $w join(' ', $start, time,
-                          map { "$_=$c{$_}" } keys %c), "\n";
-            close $w;
-            # _exit: the child must not run the test's END blocks.
-            POSIX::_exit(0);
+    my (%codes, $first, $last);
+    my @lines = fan_out($o{clients} || 1, sub {
+        my ($ua) = @_;
+        my %c;
+        $ua->get($o{warmup}, %$headers) if $o{warmup};
+        my $start = time;
+        my $deadline = $start + $secs;
+        while (time < $deadline) {
+            my $res = $ua->get($url, %$headers);
+            $c{$res->code}++;
         }
-        close $w;
-        push @kids, [$pid, $r];
-    }
-    for my $k (@kids) {
-        my $fh = $k->[1];
-        my $line = <$fh> // '';
-        chomp $line;
+        return join(' ', $start, time, map { "$_=$c{$_}" } keys %c);
+    });
+    for my $line (@lines) {
         my ($start, $end, @counts) = split / /, $line;
         next unless defined $end;
         $first = $start if !defined $first || $start < $first;
@@ -66,7 +82,6 @@ sub hammer {
             my ($code, $n) = split /=/;
             $codes{$code} += $n if defined $n;
         }
-        waitpid($k->[0], 0);
     }
     my $sent = 0;
     $sent += $_ for values %codes;
