@@ -45,7 +45,6 @@
 #include "apr_strings.h"
 
 #include <nats/nats.h>
-#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>

@@ -14,7 +14,6 @@
  * no I/O.
  */
 #include "aura_private.h"
-#include "aura_apikey.h"
 
 #include "apr_thread_mutex.h"
 #include "apr_strings.h"

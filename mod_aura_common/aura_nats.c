@@ -84,6 +84,12 @@ void aura_nats_msg_release(natsMsg *m)
     }
 }
 
+apr_status_t aura_nats_msg_cleanup(void *m)
+{
+    aura_nats_msg_release(m);
+    return APR_SUCCESS;
+}
+
 static void release_all(void)
 {
     int i;

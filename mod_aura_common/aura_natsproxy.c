@@ -41,12 +41,6 @@
 
 #include <nats/nats.h>
 
-static apr_status_t msg_cleanup(void *m)
-{
-    aura_nats_msg_release(m);
-    return APR_SUCCESS;
-}
-
 /* Reads the whole body, dechunked, refusing more than limit bytes.
  * LimitRequestBody and client errors arrive as error statuses. */
 static int read_body(request_rec *r, apr_int64_t limit, const char **body,
@@ -229,7 +223,7 @@ static natsStatus attempt(request_rec *r, natsConnection *nc, natsMsg *msg,
     }
     s = aura_inbox_next(inbox, deadline, reply);
     if (s == NATS_OK) {
-        apr_pool_cleanup_register(r->pool, *reply, msg_cleanup,
+        apr_pool_cleanup_register(r->pool, *reply, aura_nats_msg_cleanup,
                                   apr_pool_cleanup_null);
     }
     return s;
@@ -410,7 +404,7 @@ int aura_natsproxy_handler(request_rec *r)
                       natsStatus_GetText(s));
         return HTTP_INTERNAL_SERVER_ERROR;
     }
-    apr_pool_cleanup_register(r->pool, msg, msg_cleanup,
+    apr_pool_cleanup_register(r->pool, msg, aura_nats_msg_cleanup,
                               apr_pool_cleanup_null);
     deadline = apr_time_now() + aura_route_timeout(d);
     /* Right before the network call: an open breaker leaves the service

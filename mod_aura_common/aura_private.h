@@ -412,6 +412,8 @@ const char *aura_nats_state(void);
 /* natsMsg_Destroy() for the request path: small messages are freed in
  * batches (one wake of nats.c's freeing thread per batch). */
 void aura_nats_msg_release(struct __natsMsg *m);
+/* The same as a pool cleanup: a message that lives as long as a pool. */
+apr_status_t aura_nats_msg_cleanup(void *m);
 
 /* aura_inbox.c: per-request reply inboxes on the child's one reply
  * subscription.  Statuses are natsStatus values. */

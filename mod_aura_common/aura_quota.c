@@ -17,8 +17,8 @@
  * policy cost (a context switch each way, and Redis's CPU).  For a
  * quota of at least 2000 requests per window, a child asks the script
  * for a lease of up to lease_size() requests at once (1/1000 of the
- * limit, at most LEASE_MAX) and admits the rest of it locally, for at most LEASE_TTL and never past the end of Redis's
- * window.  The leased requests are counted in Redis when granted, so
+ * limit, at most LEASE_MAX) and admits the rest of it locally, for at
+ * most LEASE_TTL and never past the end of Redis's window.  The leased requests are counted in Redis when granted, so
  * nothing is ever admitted beyond the limit; what a child leased and did
  * not use in time is counted without having run, i.e. an actor far
  * below its limit may be charged up to lease_size() - 1 requests more
@@ -112,6 +112,20 @@ static apr_uint32_t now_ms(void)
     return (apr_uint32_t)(aura_clock_ns() / NS_PER_MS);
 }
 
+/* The keyed hash of an actor under a quota, for a table of tag's: the
+ * quota is part of the key, so that one actor under two quotas has two
+ * entries, not one with two rates.  Never 0 (a free lease slot). */
+static apr_uint64_t quota_key(const char *tag, const char *id,
+                              const aura_quota_t *q)
+{
+    apr_int64_t quota[2];
+
+    quota[0] = q->limit;
+    quota[1] = q->window_s;
+    return aura_limiter_key(tag, id, (const unsigned char *)quota,
+                            sizeof(quota)) | 1;
+}
+
 static apr_int64_t lease_size(const aura_quota_t *q)
 {
     apr_int64_t n = q->limit / LEASE_PER_MILLE;
@@ -176,13 +190,7 @@ static apr_status_t decide_redis(request_rec *r, const char *id,
         return APR_ENOTIMPL;
     }
     if (want > 1) {
-        /* Keyed like the limiter's table (and never 0: free). */
-        apr_int64_t quota[2];
-
-        quota[0] = q->limit;
-        quota[1] = q->window_s;
-        key = aura_limiter_key("lease", id, (const unsigned char *)quota,
-                               sizeof(quota)) | 1;
+        key = quota_key("lease", id, q);
         if (lease_take(key, q, out)) {
             aura_count(AURA_CTR_ACTOR_LEASE);
             return APR_SUCCESS;
@@ -240,12 +248,7 @@ static void decide_local(request_rec *r, const char *id,
                                  (apr_uint64_t)share) != APR_SUCCESS) {
         return;
     }
-    /* The quota is part of the key: one actor under two quotas has two
-     * buckets, not one with two rates. */
-    id = apr_psprintf(r->pool, "%s/%" APR_INT64_T_FMT "/%" APR_INT64_T_FMT,
-                      id, q->limit, q->window_s);
-    if (aura_limiter_take(slots, sets,
-                          aura_limiter_key("actor", id, NULL, 0), &g,
+    if (aura_limiter_take(slots, sets, quota_key("actor", id, q), &g,
                           aura_clock_ns(), &res) == AURA_LIMIT_FULL) {
         /* No slot: admitted, and the whole share is what it knows. */
         aura_count(AURA_CTR_IP_TABLE_FULL);

@@ -58,12 +58,6 @@ typedef struct {
     char last_reply[512];
 } stream_t;
 
-static apr_status_t msg_cleanup(void *m)
-{
-    aura_nats_msg_release(m);
-    return APR_SUCCESS;
-}
-
 /* The values of a header whose name matches case-insensitively (nats.c
  * matches names exactly; the envelope does not).  Returns how many
  * values there are over all spellings, and the first one in *value. */
@@ -337,7 +331,7 @@ int aura_stream_relay(request_rec *r, aura_inbox_t *inbox,
         if (s != NATS_OK) {
             return wait_failed(&st, s, idle);
         }
-        apr_pool_cleanup_register(r->pool, m, msg_cleanup,
+        apr_pool_cleanup_register(r->pool, m, aura_nats_msg_cleanup,
                                   apr_pool_cleanup_null);
         st.messages++;
         remember_reply(&st, m);
@@ -352,7 +346,7 @@ int aura_stream_relay(request_rec *r, aura_inbox_t *inbox,
         }
         s = ack(&st, m);
         /* Run, not kill: the message is freed now, not with r->pool. */
-        apr_pool_cleanup_run(r->pool, m, msg_cleanup);
+        apr_pool_cleanup_run(r->pool, m, aura_nats_msg_cleanup);
         if (last) {
             /* The response is complete even if the last ack was lost. */
             ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(00065)
