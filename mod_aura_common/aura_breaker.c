@@ -305,7 +305,12 @@ static apr_status_t sweep_targets(int state, void *data, apr_pool_t *p)
         apr_uint64_t key = apr_atomic_read64(&t[i].key);
         apr_uint64_t used = apr_atomic_read64(&t[i].used);
 
-        if (key && (apr_uint32_t)(now - used) >= idle
+        /* Signed: a request that touched the entry after this sweep
+         * read the clock is not idle (unsigned, it was 49 days old and
+         * the entry of a target in use was freed).  The interval is at
+         * most a day, well inside 32 bits of milliseconds. */
+        if (key
+            && (apr_int32_t)(apr_uint32_t)(now - used) >= (apr_int32_t)idle
             && aura_breaker_state(apr_atomic_read64(&t[i].word), NULL, NULL)
                == AURA_BRK_CLOSED
             && apr_atomic_cas64(&t[i].key, 0, key) == key) {
