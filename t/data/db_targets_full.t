@@ -16,7 +16,7 @@ use JSON::PP;
 use LWP::UserAgent;
 use Test::More import => ['!plan'];
 use Apache::Test qw(-withtestmore);
-use Aura::Test qw(private_httpd free_port psql wait_until t_dir);
+use Aura::Test qw(private_httpd free_ports psql wait_until t_dir);
 use Aura::Upstream qw(upstream_start upstream_stop);
 
 plan tests => 7;
@@ -48,10 +48,11 @@ END {
     psql("DELETE FROM api_keys WHERE project_id LIKE 'proj-full-%';
           DELETE FROM projects WHERE id LIKE 'proj-full-%'");
 }
-# Twenty targets nobody listens on, and a live one.
+# Twenty different targets nobody listens on, and a live one.
+my @dead = free_ports(20);
 for my $i (1 .. 21) {
     my $target = $i == 21 ? "http://127.0.0.1:$live->{port}"
-                          : 'http://127.0.0.1:' . free_port();
+                          : "http://127.0.0.1:$dead[$i - 1]";
     psql(qq{INSERT INTO projects (id, org_id, name, plan, db_kind, topology,
                                   postgrest_target)
             VALUES ('proj-full-$i', 'org-test', 'full $i', 'pro',
