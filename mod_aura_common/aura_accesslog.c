@@ -2,15 +2,18 @@
  *
  * aura_accesslog.c: what mod_log_config can print of a plane request,
  * and the request's entry in the shared traffic tables (/metrics).
- * Just before mod_log_config writes its line, the request's policy
- * outcome is put in r->notes, for %{aura-...}n in a LogFormat
- * (conf/aura-logformats.conf defines "aura" and "aura_json").
+ * The request's policy outcome is a LogFormat item of its own,
+ * %{name}^au (registered with mod_log_config like mod_logio's %I and
+ * %O; conf/aura-logformats.conf defines "aura" and "aura_json"), read
+ * from the request's state when the line is written: nothing is copied
+ * into r->notes, whose lookups (one checksum for every name that begins
+ * with "aura") were most of the price of a line.
  *
  * Every value is restricted to characters that need no escaping in a
  * log line or in a JSON string: ids and names keep their letters,
  * digits and [._:@+=/-]; anything else becomes '_' (the path is
  * percent-encoded instead).  mod_log_config's own escaping (\xhh) is not
- * JSON, so the notes must never need it.  Keys and tokens are never
+ * JSON, so the values must never need it.  Keys and tokens are never
  * among them: the actor of a key is a prefix of its hash, the request
  * line was redacted at post_read_request.
  */
@@ -18,6 +21,10 @@
 
 #include "apr_lib.h"
 #include "apr_strings.h"
+#include "mod_log_config.h"
+
+#define LOG_TAG "^au"
+#define NOTE_PROBLEM "aura-problem-type"
 
 static int safe_char(char c)
 {
@@ -86,55 +93,169 @@ static const char *upstream_kind(request_rec *r)
 }
 
 /* Which stage refused, from the problem the request ended with. */
-static void outcomes(request_rec *r, const char **limit,
-                     const char **breaker)
+static const char *limit_outcome(request_rec *r)
 {
-    const char *type = apr_table_get(r->notes, "aura-problem-type");
+    const char *type = apr_table_get(r->notes, NOTE_PROBLEM);
 
-    *limit = "pass";
-    *breaker = "-";
-    if (!type) {
-        return;
+    if (type && (!strcmp(type, "ip-rate-limit")
+                 || !strcmp(type, "actor-quota"))) {
+        return type;
     }
-    if (!strcmp(type, "ip-rate-limit") || !strcmp(type, "actor-quota")) {
-        *limit = type;
+    return "pass";
+}
+
+static const char *breaker_outcome(request_rec *r)
+{
+    const char *type = apr_table_get(r->notes, NOTE_PROBLEM);
+
+    return type && !strcmp(type, "breaker-open") ? "open" : "-";
+}
+
+static const char *service_name(request_rec *r)
+{
+    const aura_dir_conf_t *d = aura_dir_conf(r);
+
+    return d->service != AURA_UNSET ? aura_service_names[d->service] : "-";
+}
+
+/* One item of a line.  r is the request as the client sent it (the
+ * handler is registered to get the original of an internal redirect):
+ * its route, its notes, its state. */
+static const char *field(request_rec *r, const aura_request_t *rq,
+                         const char *name)
+{
+    switch (*name) {
+    case 'a':
+        return !strcmp(name, "actor") ? safe(r->pool, rq->actor, 128) : NULL;
+    case 'b':
+        return !strcmp(name, "breaker") ? breaker_outcome(r) : NULL;
+    case 'l':
+        return !strcmp(name, "limit") ? limit_outcome(r) : NULL;
+    case 'p':
+        if (!strcmp(name, "plane")) {
+            return aura_plane_name(rq->plane);
+        }
+        if (!strcmp(name, "project")) {
+            return safe(r->pool, rq->project, 64);
+        }
+        if (!strcmp(name, "path")) {
+            return safe_path(r->pool, r->uri);
+        }
+        if (!strcmp(name, "problem")) {
+            return safe(r->pool, apr_table_get(r->notes, NOTE_PROBLEM), 64);
+        }
+        return NULL;
+    case 'r':
+        if (!strcmp(name, "role")) {
+            return safe(r->pool, rq->role, 32);
+        }
+        return !strcmp(name, "request-id")
+               ? safe(r->pool, rq->request_id, 128) : NULL;
+    case 's':
+        return !strcmp(name, "service") ? service_name(r) : NULL;
+    case 't':
+        return !strcmp(name, "trace-id") ? safe(r->pool, rq->trace_id, 32)
+                                          : NULL;
+    case 'u':
+        return !strcmp(name, "upstream") ? upstream_kind(r) : NULL;
+    default:
+        return NULL;
     }
-    else if (!strcmp(type, "breaker-open")) {
-        *breaker = "open";
+}
+
+/* Every name field() knows, for the check at start. */
+static const char *const field_names[] = {
+    "plane", "service", "upstream", "project", "actor", "role", "limit",
+    "breaker", "problem", "request-id", "trace-id", "path", NULL
+};
+
+static int known_field(const char *name)
+{
+    int i;
+
+    for (i = 0; field_names[i]; i++) {
+        if (!strcmp(name, field_names[i])) {
+            return 1;
+        }
     }
+    return 0;
+}
+
+/* %{name}^au: "-" outside a plane (a request refused before any module
+ * ran, another VirtualHost's line in a shared format). */
+static const char *log_aura(request_rec *r, char *name)
+{
+    const aura_request_t *rq = aura_request_get(r);
+    const char *v = rq ? field(r, rq, name) : NULL;
+
+    return v ? v : "-";
+}
+
+void aura_accesslog_pre_config(apr_pool_t *pconf)
+{
+    static char tag[] = LOG_TAG;
+    APR_OPTIONAL_FN_TYPE(ap_register_log_handler) *reg
+        = APR_RETRIEVE_OPTIONAL_FN(ap_register_log_handler);
+
+    /* Without mod_log_config there is no access log to print into; a
+     * LogFormat naming ^au cannot exist either. */
+    if (reg) {
+        reg(pconf, tag, log_aura, 1);
+    }
+}
+
+/* The %{name}^au items of one LogFormat or CustomLog: a name this
+ * file does not know would log "-" forever, so it stops the start
+ * instead, saying where it was written. */
+static int check_formats(apr_pool_t *p, const ap_directive_t *dir)
+{
+    for (; dir; dir = dir->next) {
+        const char *at = dir->args;
+
+        if (dir->first_child && !check_formats(p, dir->first_child)) {
+            return 0;
+        }
+        if (strcasecmp(dir->directive, "LogFormat")
+            && strcasecmp(dir->directive, "CustomLog")) {
+            continue;
+        }
+        while (at && (at = strstr(at, "}" LOG_TAG)) != NULL) {
+            const char *open = at;
+            const char *name;
+
+            while (open > dir->args && open[-1] != '{') {
+                open--;
+            }
+            name = apr_pstrmemdup(p, open, (apr_size_t)(at - open));
+            if (!known_field(name)) {
+                ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
+                             NULL, AURA_LOGNO(00127)
+                             "%s at %s:%d: %%{%s}" LOG_TAG " is not a "
+                             "mod_aura log field (docs/logging.md lists "
+                             "them)", dir->directive, dir->filename,
+                             dir->line_num, name);
+                return 0;
+            }
+            at += sizeof(LOG_TAG);
+        }
+    }
+    return 1;
+}
+
+int aura_accesslog_check(apr_pool_t *ptemp)
+{
+    return check_formats(ptemp, ap_conftree);
 }
 
 int aura_log_transaction(request_rec *r)
 {
     aura_request_t *rq = aura_request_get(r);
-    const aura_dir_conf_t *d;
-    const char *limit, *breaker;
 
     if (!rq) {
         return DECLINED;
     }
-    d = aura_dir_conf(r);
-    outcomes(r, &limit, &breaker);
-    /* Added, not set: this hook runs once per request, first, on notes
-     * no one else names (an internal redirect's request has notes of its
-     * own), so there is nothing to replace and no need to search. */
-    apr_table_addn(r->notes, "aura-plane", aura_plane_name(rq->plane));
-    apr_table_addn(r->notes, "aura-request-id",
-                   safe(r->pool, rq->request_id, 128));
-    apr_table_addn(r->notes, "aura-trace-id",
-                   safe(r->pool, rq->trace_id, 32));
-    apr_table_addn(r->notes, "aura-project", safe(r->pool, rq->project, 64));
-    apr_table_addn(r->notes, "aura-actor", safe(r->pool, rq->actor, 128));
-    apr_table_addn(r->notes, "aura-role", safe(r->pool, rq->role, 32));
-    apr_table_addn(r->notes, "aura-service",
-                   d->service != AURA_UNSET ? aura_service_names[d->service]
-                                            : "-");
-    apr_table_addn(r->notes, "aura-upstream", upstream_kind(r));
-    apr_table_addn(r->notes, "aura-limit", limit);
-    apr_table_addn(r->notes, "aura-breaker", breaker);
-    apr_table_addn(r->notes, "aura-path", safe_path(r->pool, r->uri));
     /* The metrics count what the access log logs: once per request. */
-    aura_shm_record(rq->plane, d->service, r->status,
+    aura_shm_record(rq->plane, aura_dir_conf(r)->service, r->status,
                     apr_time_now() - rq->start);
     return DECLINED;
 }

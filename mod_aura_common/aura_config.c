@@ -1170,8 +1170,8 @@ int aura_check_config(apr_pool_t *pconf, apr_pool_t *plog,
 {
     server_rec *v;
 
-    (void)plog; (void)ptemp;
-    if (!http_route_modules_ok(pconf)) {
+    (void)plog;
+    if (!http_route_modules_ok(pconf) || !aura_accesslog_check(ptemp)) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     for (v = s; v; v = v->next) {

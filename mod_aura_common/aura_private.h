@@ -551,7 +551,9 @@ const char *aura_reqid_pick(request_rec *r);
 /* The trace id; r's traceparent is set to what goes upstream. */
 const char *aura_trace_begin(request_rec *r);
 
-/* aura_accesslog.c: notes for mod_log_config. */
+/* aura_accesslog.c: %{name}^au for mod_log_config, the traffic tables. */
+void aura_accesslog_pre_config(apr_pool_t *pconf);
+int aura_accesslog_check(apr_pool_t *ptemp);
 int aura_log_transaction(request_rec *r);
 
 /* aura_metrics.c */

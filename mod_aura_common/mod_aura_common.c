@@ -23,6 +23,7 @@ static int aura_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
                            apr_pool_t *ptemp)
 {
     (void)plog; (void)ptemp;
+    aura_accesslog_pre_config(pconf);
     return aura_shm_pre_config(pconf) == APR_SUCCESS ? OK : !OK;
 }
 
@@ -63,11 +64,13 @@ static void aura_child_init(apr_pool_t *pchild, server_rec *s)
 static void aura_register_hooks(apr_pool_t *p)
 {
     static const char *const before_proxy[] = { "mod_proxy.c", NULL };
-    static const char *const before_log[] = { "mod_log_config.c", NULL };
+    static const char *const log_config[] = { "mod_log_config.c", NULL };
 
     (void)p;
     APR_REGISTER_OPTIONAL_FN(aura_common_api_version);
-    ap_hook_pre_config(aura_pre_config, NULL, NULL, APR_HOOK_MIDDLE);
+    /* After mod_log_config's, which makes the table of LogFormat items
+     * that %{...}^au joins. */
+    ap_hook_pre_config(aura_pre_config, log_config, NULL, APR_HOOK_MIDDLE);
     ap_hook_check_config(aura_check_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(aura_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_child_init(aura_child_init, NULL, NULL, APR_HOOK_MIDDLE);
@@ -90,9 +93,8 @@ static void aura_register_hooks(apr_pool_t *p)
                           APR_HOOK_MIDDLE);
     ap_hook_insert_filter(aura_http_insert_filter, NULL, NULL,
                           APR_HOOK_MIDDLE);
-    /* Before mod_log_config writes the line the notes are for. */
-    ap_hook_log_transaction(aura_log_transaction, NULL, before_log,
-                            APR_HOOK_REALLY_FIRST);
+    ap_hook_log_transaction(aura_log_transaction, NULL, NULL,
+                            APR_HOOK_MIDDLE);
     aura_problem_register();
     aura_headers_register();
     aura_keystore_register();

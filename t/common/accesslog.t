@@ -23,7 +23,7 @@ use Apache::TestRequest qw(GET);
 use Aura::Test qw(new_reqid mint t_dir json_body ANON_KEY wait_until
                   error_log_size error_log_since);
 
-plan tests => 25;
+plan tests => 27;
 
 Apache::TestRequest::module('aura_data');
 my $TOKEN = mint(qw(--alg RS256 --kid r1 --sub log-user --exp-in 300
@@ -69,6 +69,7 @@ is($j->{project}, 'proj-a', 'project');
 is($j->{actor}, 'log-user', 'actor: the token\'s sub');
 is($j->{role}, 'authenticated', 'role');
 is($j->{trace_id}, '4bf92f3577b34da6a3ce929d0e0e4736', 'trace id');
+is($j->{problem}, '-', 'no problem');
 ok(defined $j->{duration_us} && $j->{duration_us} =~ /^\d+$/,
    'duration in microseconds');
 
@@ -111,6 +112,7 @@ $line = json_line($rid);
 $j = eval { decode_json($line // '') } || {};
 is($j->{status}, 401, 'a 401 is logged');
 is($j->{limit}, 'pass', 'not by a limiter');
+is($j->{problem}, 'missing-key', 'the problem type of its body');
 is($j->{request_id}, $rid, 'with its request id');
 
 # The request id in the plane's error log lines (ErrorLogFormat with

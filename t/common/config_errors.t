@@ -83,7 +83,7 @@ my @cases = (
       qr/AuraRetries: '50' is not a number between 0 and 10/ ],
 );
 
-plan tests => 2 * @cases + 3 + 3 + 4;
+plan tests => 2 * @cases + 3 + 3 + 4 + 4;
 
 my $dir = tempdir(CLEANUP => 1);
 
@@ -157,3 +157,18 @@ like($out, qr{AURA00098: .* \(or AuraDBRouter On\) at \S+:\d+},
                          . "http://127.0.0.1:1/s\n</Location>\n", 1);
 is($rc, 0, 'with mod_proxy, mod_proxy_http and mod_aura_proxy: fine')
     or diag($out);
+
+# %{name}^au in a LogFormat or a CustomLog: a field mod_aura does not
+# know stops the start, naming the directive's file and line; known
+# fields are fine (conf/aura-logformats.conf holds them all).
+($rc, $out) = check_conf("LogFormat \"%h %{plane}^au %{actr}^au\" bad\n", 1);
+isnt($rc, 0, 'a LogFormat with an unknown %{...}^au field: refused');
+like($out, qr{AURA00127: LogFormat at \S+/httpd\.conf:\d+: %\{actr\}\^au is not a mod_aura log field},
+     'names the field, the directive and its line');
+($rc, $out) = check_conf("<VirtualHost 127.0.0.1:1>\nAuraPlane data\n"
+                         . "CustomLog /dev/null \"%{trace-id}^au %{Trace}^au\"\n"
+                         . "</VirtualHost>\n", 1);
+like($out, qr{AURA00127: CustomLog at \S+:\d+: %\{Trace\}\^au},
+     'in a CustomLog inside a VirtualHost too');
+($rc, $out) = check_conf("Include $top/conf/aura-logformats.conf\n", 1);
+is($rc, 0, 'the shipped formats are fine') or diag($out);

@@ -81,7 +81,8 @@ first_in('Check Access', 'mod_aura_data.c', 'access_checker_ex: FIRST');
 before('Fixups', 'mod_aura_common.c', 'mod_proxy.c',
        'fixups: identity, breaker and the db router before mod_proxy');
 first_in('Fixups', 'mod_aura_common.c', 'fixups: FIRST');
-before('Transaction Logging', 'mod_aura_common.c', 'mod_log_config.c',
-       'log_transaction: the notes before mod_log_config writes');
-at_order('Transaction Logging', 'mod_aura_common.c', -10,
-         'log_transaction: REALLY_FIRST');
+before('Pre-Config', 'mod_log_config.c', 'mod_aura_common.c',
+       'pre_config: after mod_log_config, which makes the table of '
+       . 'LogFormat items %{...}^au joins');
+ok(defined pos_of('Transaction Logging', 'mod_aura_common.c'),
+   'log_transaction: the traffic tables count what is logged');
