@@ -56,20 +56,12 @@ static int refuse(request_rec *r, int status, const char *type,
     return status;
 }
 
-/* A stable actor for keys: never the key, a prefix of its hash. */
-static const char *key_actor(request_rec *r, const char *hash)
-{
-    return apr_pstrcat(r->pool, "key:", apr_pstrndup(r->pool, hash, 16),
-                       NULL);
-}
-
 AURA_DECLARE(int) aura_auth_apikey(request_rec *r, int allow_query)
 {
     aura_request_t *rq = aura_request_get(r);
     const char *key = apr_table_get(r->headers_in, "apikey");
     const char *alt = apr_table_get(r->headers_in, "X-API-Key");
     aura_key_identity_t id;
-    char hash[65];
     int from_query = 0;
     apr_status_t rv;
 
@@ -102,12 +94,10 @@ AURA_DECLARE(int) aura_auth_apikey(request_rec *r, int allow_query)
         return refuse(r, HTTP_UNAUTHORIZED, "invalid-key",
                       "the API key is not valid");
     }
-    /* Hashed once: the cache, the database and the actor all use it. */
-    aura_apikey_hash(key, hash);
-    rv = aura_keystore_lookup(r, hash, &id);
+    rv = aura_keystore_lookup(r, key, &id);
     if (rv == APR_NOTFOUND) {
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, AURA_LOGNO(00041)
-                      "unknown or revoked API key %s", key_actor(r, hash));
+                      "unknown or revoked API key %s", id.actor);
         return refuse(r, HTTP_UNAUTHORIZED, "invalid-key",
                       "the API key is not valid");
     }
@@ -119,8 +109,7 @@ AURA_DECLARE(int) aura_auth_apikey(request_rec *r, int allow_query)
     if (from_query && !strcmp(id.key_role, "service_role")) {
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, AURA_LOGNO(00042)
                       "service_role key of project %s sent in a URL: "
-                      "refused (%s); rotate it", id.project,
-                      key_actor(r, hash));
+                      "refused (%s); rotate it", id.project, id.actor);
         return refuse(r, HTTP_UNAUTHORIZED, "key-not-allowed-in-query",
                       "a service_role key is never accepted in a URL");
     }
@@ -129,7 +118,7 @@ AURA_DECLARE(int) aura_auth_apikey(request_rec *r, int allow_query)
     rq->plan = id.plan;
     rq->key_role = id.key_role;
     rq->role = id.key_role;
-    rq->actor = key_actor(r, hash);
+    rq->actor = id.actor;
     /* Nothing downstream may see the key. */
     apr_table_unset(r->headers_in, "apikey");
     apr_table_unset(r->headers_in, "X-API-Key");

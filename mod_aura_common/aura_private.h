@@ -241,12 +241,18 @@ typedef enum {
     AURA_DB_STMT_COUNT
 } aura_db_stmt_e;
 
+/* A key's actor: this prefix and the first 16 hex digits of the key's
+ * SHA-256, never the key. */
+#define AURA_KEY_ACTOR_PREFIX "key:"
+#define AURA_KEY_ACTOR_HEX 16
+
 /* What the key store says about a key. */
 typedef struct {
     const char *project;
     const char *org;
     const char *plan;
     const char *key_role;
+    const char *actor;      /**< set whatever the answer, for the logs */
 } aura_key_identity_t;
 
 #define AURA_NATS_RECONNECT_UNSET (-2)
@@ -450,8 +456,10 @@ apr_status_t aura_db_query(request_rec *r, aura_db_stmt_e id,
 
 /* aura_keystore.c */
 void aura_keystore_child_init(apr_pool_t *pchild, server_rec *s);
-/* By the key's SHA-256 in hex (aura_apikey_hash()), never the key. */
-apr_status_t aura_keystore_lookup(request_rec *r, const char *hash,
+/* A well-formed key's identity: APR_NOTFOUND for an unknown or revoked
+ * key, another error when the store cannot say.  id->actor is set in
+ * every case. */
+apr_status_t aura_keystore_lookup(request_rec *r, const char *key,
                                   aura_key_identity_t *id);
 void aura_keystore_invalidate_project(const char *project);
 void aura_keystore_register(void);

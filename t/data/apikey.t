@@ -11,6 +11,7 @@ use warnings FATAL => 'all';
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 
+use Digest::SHA ();
 use Test::More import => ['!plan'];
 use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET POST);
@@ -23,7 +24,7 @@ my $REVOKED = 'ak_test_revoked_0123456789abcdef';
 my $REVOKEME = 'ak_test_revokeme_0123456789abcdef';
 my $UNKNOWN = 'ak_test_unknown_0123456789abcdef';
 
-plan tests => 58;
+plan tests => 59;
 
 Apache::TestRequest::module('aura_data');
 my $log_from = error_log_size();
@@ -65,8 +66,12 @@ is_deeply($h->{'Aura-Project'}, ['proj-a'], 'Aura-Project from the key store');
 is_deeply($h->{'Aura-Org'}, ['org-test'], 'Aura-Org from the key store');
 is_deeply($h->{'Aura-Key-Role'}, ['anon'], 'Aura-Key-Role anon');
 is_deeply($h->{'Aura-Role'}, ['anon'], 'Aura-Role anon without a JWT');
-like(($h->{'Aura-Actor'} || [''])->[0], qr/^key:[0-9a-f]{16}$/,
-     'Aura-Actor is a hash prefix, not the key');
+is(($h->{'Aura-Actor'} || [''])->[0],
+   'key:' . substr(Digest::SHA::sha256_hex($ANON), 0, 16),
+   'Aura-Actor is a prefix of the key\'s SHA-256, not the key');
+my (undef, $again) = envelope('/v1/functions/who', apikey => $ANON);
+is_deeply($again->{'Aura-Actor'}, $h->{'Aura-Actor'},
+          'the same actor when the key comes from the cache');
 my %own = map { $_ => 1 } qw(Aura-Method Aura-Path Aura-Query
     Aura-Request-Id Aura-Plane Aura-Project Aura-Org Aura-Role Aura-Key-Role
     Aura-Actor);
