@@ -492,9 +492,9 @@ apr_uint64_t aura_limiter_key(const char *tag, const char *name,
                               const unsigned char *bytes, apr_size_t n);
 /* Count and log (once a minute) a request admitted for want of a slot. */
 void aura_limiter_full(request_rec *r);
-/* Sets header to fmt with a policy name and two numbers. */
-void aura_limit_header(request_rec *r, const char *name, const char *fmt,
-                       const char *policy, apr_uint64_t a, apr_uint64_t b);
+/* Sets header to "policy";k1=a;k2=b (draft-ietf-httpapi-ratelimit-headers). */
+void aura_limit_header(request_rec *r, const char *name, const char *policy,
+                       char k1, apr_uint64_t a, char k2, apr_uint64_t b);
 /* The 429: Retry-After, RateLimit with r=0, the problem noted. */
 int aura_limit_refuse(request_rec *r, const char *type, const char *policy,
                       apr_uint64_t retry_s, const char *why);

@@ -282,16 +282,15 @@ AURA_DECLARE(int) aura_limit_actor(request_rec *r)
     if (decide_redis(r, id, q, &res) != APR_SUCCESS) {
         decide_local(r, id, q, &res);
     }
-    aura_limit_header(r, "RateLimit-Policy",
-                      "\"%s\";q=%" APR_UINT64_T_FMT ";w=%" APR_UINT64_T_FMT,
-                      "actor", (apr_uint64_t)res.limit,
-                      (apr_uint64_t)q->window_s);
+    aura_limit_header(r, "RateLimit-Policy", "actor", 'q',
+                      (apr_uint64_t)res.limit, 'w', (apr_uint64_t)q->window_s);
     if (res.admitted) {
-        aura_limit_header(r, "RateLimit", "\"%s\";r=%" APR_UINT64_T_FMT ";t=%"
-                     APR_UINT64_T_FMT, "actor",
-                     (apr_uint64_t)(res.remaining > 0 ? res.remaining : 0),
-                     aura_ceil_div((apr_uint64_t)(res.reset_ms > 0
-                                             ? res.reset_ms : 0), 1000));
+        aura_limit_header(r, "RateLimit", "actor", 'r',
+                          (apr_uint64_t)(res.remaining > 0 ? res.remaining
+                                                           : 0),
+                          't', aura_ceil_div((apr_uint64_t)(res.reset_ms > 0
+                                                            ? res.reset_ms
+                                                            : 0), 1000));
         return OK;
     }
     aura_count(AURA_CTR_ACTOR_REJECTED);

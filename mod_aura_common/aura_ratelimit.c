@@ -129,11 +129,45 @@ void aura_limiter_full(request_rec *r)
     }
 }
 
-void aura_limit_header(request_rec *r, const char *name, const char *fmt,
-                         const char *policy, apr_uint64_t a, apr_uint64_t b)
+/* The decimal digits of v, written backwards to end at end. */
+static char *digits(char *end, apr_uint64_t v)
 {
-    apr_table_setn(r->err_headers_out, name,
-                   apr_psprintf(r->pool, fmt, policy, a, b));
+    do {
+        *--end = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return end;
+}
+
+/* "policy";k1=a;k2=b, put together by hand: apr_psprintf's formatter
+ * was half the cost of the actor stage on a request it admits. */
+void aura_limit_header(request_rec *r, const char *name, const char *policy,
+                       char k1, apr_uint64_t a, char k2, apr_uint64_t b)
+{
+    char abuf[24], bbuf[24];
+    const char *ad = digits(abuf + sizeof(abuf), a);
+    const char *bd = digits(bbuf + sizeof(bbuf), b);
+    apr_size_t pl = strlen(policy);
+    apr_size_t al = (apr_size_t)(abuf + sizeof(abuf) - ad);
+    apr_size_t bl = (apr_size_t)(bbuf + sizeof(bbuf) - bd);
+    char *out = apr_palloc(r->pool, pl + al + bl + 9), *o = out;
+
+    *o++ = '"';
+    memcpy(o, policy, pl);
+    o += pl;
+    *o++ = '"';
+    *o++ = ';';
+    *o++ = k1;
+    *o++ = '=';
+    memcpy(o, ad, al);
+    o += al;
+    *o++ = ';';
+    *o++ = k2;
+    *o++ = '=';
+    memcpy(o, bd, bl);
+    o += bl;
+    *o = '\0';
+    apr_table_setn(r->err_headers_out, name, out);
 }
 
 int aura_limit_refuse(request_rec *r, const char *type, const char *policy,
@@ -142,8 +176,7 @@ int aura_limit_refuse(request_rec *r, const char *type, const char *policy,
     retry_s = retry_s ? retry_s : 1;
     apr_table_setn(r->err_headers_out, "Retry-After",
                    apr_psprintf(r->pool, "%" APR_UINT64_T_FMT, retry_s));
-    aura_limit_header(r, "RateLimit", "\"%s\";r=%" APR_UINT64_T_FMT ";t=%"
-                 APR_UINT64_T_FMT, policy, 0, retry_s);
+    aura_limit_header(r, "RateLimit", policy, 'r', 0, 't', retry_s);
     aura_problem_note(r, type, apr_psprintf(r->pool, "%s; retry after %"
                                             APR_UINT64_T_FMT " s", why,
                                             retry_s));
@@ -183,9 +216,7 @@ AURA_DECLARE(int) aura_limit_ip(request_rec *r)
     ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(00081)
                   "zone %s: %s over its rate", z->name, r->useragent_ip);
     /* GCRA as a quota: the burst, refilled over burst/rate seconds. */
-    aura_limit_header(r, "RateLimit-Policy",
-                      "\"%s\";q=%" APR_UINT64_T_FMT ";w=%" APR_UINT64_T_FMT,
-                      "ip", z->burst,
+    aura_limit_header(r, "RateLimit-Policy", "ip", 'q', z->burst, 'w',
                       aura_ceil_div(z->gcra.tolerance, NS_PER_S));
     return aura_limit_refuse(r, "ip-rate-limit", "ip",
                   aura_ceil_div(res.retry_after, NS_PER_S),
