@@ -151,7 +151,12 @@ for my $k (split /\n/, redis_cli('--scan', '--pattern',
 }
 ok($sum >= 250 && $sum <= 250 + $by_redis * 99,
    "leases: Redis counted $sum, the 250 and at most the unused leases");
+# r= is Redis's remaining at this child's last grant plus what is left
+# of that lease: never below what Redis counted, always below the limit;
+# it does not see what the other child leased since, so nothing tighter
+# holds with two children (an upper bound of limit - 250 failed when the
+# last answer came from a child whose lease was older).
 my ($left) = ($lres->header('RateLimit') // '') =~ /;r=(\d+);/;
-ok(defined $left && $left <= 100000 - 250 && $left >= 100000 - $sum,
+ok(defined $left && $left < 100000 && $left >= 100000 - $sum,
    'leases: the remaining quota is reported ('
-   . ($left // 'none') . ')');
+   . ($left // 'none') . ', Redis counted ' . $sum . ')');
