@@ -26,9 +26,17 @@
 #define LOG_TAG "^au"
 #define NOTE_PROBLEM "aura-problem-type"
 
+/* [A-Za-z0-9._:@+=/-]: a table, since every character of every value
+ * of every line is looked up. */
+static const unsigned char safe_chars[256] = {
+    ['0' ... '9'] = 1, ['A' ... 'Z'] = 1, ['a' ... 'z'] = 1,
+    ['.'] = 1, ['_'] = 1, [':'] = 1, ['@'] = 1, ['+'] = 1, ['='] = 1,
+    ['/'] = 1, ['-'] = 1
+};
+
 static int safe_char(char c)
 {
-    return apr_isalnum(c) || (c && ap_strchr_c("._:@+=/-", c));
+    return safe_chars[(unsigned char)c];
 }
 
 static const char *safe(apr_pool_t *p, const char *v, apr_size_t max)
