@@ -46,7 +46,8 @@ static int drop_cors(void *data, const char *key, const char *val)
     apr_array_header_t *names = data;
 
     (void)val;
-    if (!strncasecmp(key, "Access-Control-", 15)) {
+    if ((key[0] == 'A' || key[0] == 'a')
+        && !strncasecmp(key, "Access-Control-", 15)) {
         APR_ARRAY_PUSH(names, const char *) = key;
     }
     return 1;

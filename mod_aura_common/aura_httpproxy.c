@@ -103,8 +103,7 @@ void aura_http_target(request_rec *r, const char *origin, const char *url,
     r->proxyreq = PROXYREQ_REVERSE;
     apr_table_setn(r->notes, AURA_NOTE_ORIGIN, origin);
     apr_table_setn(r->notes, AURA_NOTE_BUDGET,
-                   apr_psprintf(r->pool, "%" APR_TIME_T_FMT,
-                                apr_time_as_msec(budget)));
+                   apr_off_t_toa(r->pool, apr_time_as_msec(budget)));
 }
 
 /* The upstream I/O timeout of a route: its budget, or on a streaming
@@ -137,7 +136,7 @@ static int drop_aura(void *rec, const char *key, const char *val)
     apr_array_header_t *names = rec;
 
     (void)val;
-    if (!strncasecmp(key, "aura-", 5)) {
+    if ((key[0] == 'a' || key[0] == 'A') && !strncasecmp(key, "aura-", 5)) {
         APR_ARRAY_PUSH(names, const char *) = key;
     }
     return 1;
@@ -153,10 +152,13 @@ static void set_identity(request_rec *r, const aura_request_t *rq)
     for (i = 0; i < names->nelts; i++) {
         apr_table_unset(r->headers_in, APR_ARRAY_IDX(names, i, const char *));
     }
-    apr_table_setn(r->headers_in, AURA_HDR_REQUEST_ID, rq->request_id);
+    /* No aura-* header is left: added, not set, since set would compare
+     * each name with every other that begins with "Aura" (one checksum
+     * for all of them in an apr table). */
+    apr_table_addn(r->headers_in, AURA_HDR_REQUEST_ID, rq->request_id);
     apr_table_setn(r->headers_in, "X-Request-Id", rq->request_id);
-    apr_table_setn(r->headers_in, AURA_HDR_PLANE, aura_plane_name(rq->plane));
-#define IDENTITY(h, v) if (v) apr_table_setn(r->headers_in, h, v)
+    apr_table_addn(r->headers_in, AURA_HDR_PLANE, aura_plane_name(rq->plane));
+#define IDENTITY(h, v) if (v) apr_table_addn(r->headers_in, h, v)
     IDENTITY(AURA_HDR_PROJECT, rq->project);
     IDENTITY(AURA_HDR_ORG, rq->org);
     IDENTITY(AURA_HDR_ROLE, rq->role);

@@ -111,11 +111,13 @@ static proxy_worker *make_worker(request_rec *r, const char *origin,
     return w;
 }
 
+/* The worker of (origin, budget): budget_ms is the note's decimal
+ * string, budget the same as a duration. */
 static proxy_worker *worker_for(request_rec *r, const char *origin,
+                                const char *budget_ms,
                                 apr_interval_time_t budget)
 {
-    const char *key = apr_psprintf(r->pool, "%s|%" APR_TIME_T_FMT, origin,
-                                   budget);
+    const char *key = apr_pstrcat(r->pool, origin, "|", budget_ms, NULL);
     proxy_worker *w;
 
     if (!workers_lock) {
@@ -156,7 +158,7 @@ static int aura_proxy_pre_request(proxy_worker **worker,
         return DECLINED;
     }
     ms = apr_atoi64(budget);
-    w = worker_for(r, origin, apr_time_from_msec(ms > 0 ? ms : 1));
+    w = worker_for(r, origin, budget, apr_time_from_msec(ms > 0 ? ms : 1));
     if (!w) {
         return DECLINED;
     }
