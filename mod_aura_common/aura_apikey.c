@@ -15,9 +15,16 @@
 #include <pthread.h>
 #include <string.h>
 
+/* [A-Za-z0-9._~-], the unreserved characters of RFC 3986: a key needs
+ * no escaping anywhere. */
+static const unsigned char key_chars[256] = {
+    ['0' ... '9'] = 1, ['A' ... 'Z'] = 1, ['a' ... 'z'] = 1,
+    ['-'] = 1, ['_'] = 1, ['.'] = 1, ['~'] = 1
+};
+
 static int key_char(char c)
 {
-    return apr_isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~';
+    return key_chars[(unsigned char)c];
 }
 
 int aura_apikey_well_formed(const char *key)
