@@ -94,18 +94,20 @@ const char *aura_reqid_pick(request_rec *r)
 const char *aura_trace_begin(request_rec *r)
 {
     aura_traceparent_t t;
-    unsigned char rnd[24];
-    char value[AURA_TRACEPARENT_LEN + 1];
+    unsigned char rnd[16];
+    char *value = apr_palloc(r->pool, AURA_TRACEPARENT_LEN + 1);
 
-    random_bytes(rnd, sizeof(rnd));
     if (!aura_traceparent_parse(apr_table_get(r->headers_in, "traceparent"),
                                 &t)) {
+        random_bytes(rnd, 16);
         aura_trace_hex_id(rnd, 16, t.trace_id);
         t.flags = 0x01;
         apr_table_unset(r->headers_in, "tracestate");
     }
-    aura_trace_hex_id(rnd + 16, 8, t.parent_id);
+    random_bytes(rnd, 8);
+    aura_trace_hex_id(rnd, 8, t.parent_id);
     aura_traceparent_format(&t, value);
-    apr_table_set(r->headers_in, "traceparent", value);
-    return apr_pstrdup(r->pool, t.trace_id);
+    apr_table_setn(r->headers_in, "traceparent", value);
+    /* The trace id is characters 3 to 34 of the value. */
+    return apr_pstrmemdup(r->pool, value + 3, 32);
 }
