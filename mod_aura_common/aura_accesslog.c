@@ -126,67 +126,102 @@ static const char *service_name(request_rec *r)
     return d->service != AURA_UNSET ? aura_service_names[d->service] : "-";
 }
 
-/* One item of a line.  r is the request as the client sent it (the
+/* The fields, each read from the request as the client sent it (the
  * handler is registered to get the original of an internal redirect):
  * its route, its notes, its state. */
-static const char *field(request_rec *r, const aura_request_t *rq,
-                         const char *name)
+typedef const char *field_fn(request_rec *r, const aura_request_t *rq);
+
+static const char *f_plane(request_rec *r, const aura_request_t *rq)
 {
-    switch (*name) {
-    case 'a':
-        return !strcmp(name, "actor") ? safe(r->pool, rq->actor, 128) : NULL;
-    case 'b':
-        return !strcmp(name, "breaker") ? breaker_outcome(r) : NULL;
-    case 'l':
-        return !strcmp(name, "limit") ? limit_outcome(r) : NULL;
-    case 'p':
-        if (!strcmp(name, "plane")) {
-            return aura_plane_name(rq->plane);
-        }
-        if (!strcmp(name, "project")) {
-            return safe(r->pool, rq->project, 64);
-        }
-        if (!strcmp(name, "path")) {
-            return safe_path(r->pool, r->uri);
-        }
-        if (!strcmp(name, "problem")) {
-            return safe(r->pool, apr_table_get(r->notes, NOTE_PROBLEM), 64);
-        }
-        return NULL;
-    case 'r':
-        if (!strcmp(name, "role")) {
-            return safe(r->pool, rq->role, 32);
-        }
-        return !strcmp(name, "request-id")
-               ? safe(r->pool, rq->request_id, 128) : NULL;
-    case 's':
-        return !strcmp(name, "service") ? service_name(r) : NULL;
-    case 't':
-        return !strcmp(name, "trace-id") ? safe(r->pool, rq->trace_id, 32)
-                                          : NULL;
-    case 'u':
-        return !strcmp(name, "upstream") ? upstream_kind(r) : NULL;
-    default:
-        return NULL;
-    }
+    (void)r;
+    return aura_plane_name(rq->plane);
 }
 
-/* Every name field() knows, for the check at start. */
-static const char *const field_names[] = {
-    "plane", "service", "upstream", "project", "actor", "role", "limit",
-    "breaker", "problem", "request-id", "trace-id", "path", NULL
+static const char *f_service(request_rec *r, const aura_request_t *rq)
+{
+    (void)rq;
+    return service_name(r);
+}
+
+static const char *f_upstream(request_rec *r, const aura_request_t *rq)
+{
+    (void)rq;
+    return upstream_kind(r);
+}
+
+static const char *f_project(request_rec *r, const aura_request_t *rq)
+{
+    return safe(r->pool, rq->project, 64);
+}
+
+static const char *f_actor(request_rec *r, const aura_request_t *rq)
+{
+    return safe(r->pool, rq->actor, 128);
+}
+
+static const char *f_role(request_rec *r, const aura_request_t *rq)
+{
+    return safe(r->pool, rq->role, 32);
+}
+
+static const char *f_limit(request_rec *r, const aura_request_t *rq)
+{
+    (void)rq;
+    return limit_outcome(r);
+}
+
+static const char *f_breaker(request_rec *r, const aura_request_t *rq)
+{
+    (void)rq;
+    return breaker_outcome(r);
+}
+
+static const char *f_problem(request_rec *r, const aura_request_t *rq)
+{
+    (void)rq;
+    return safe(r->pool, apr_table_get(r->notes, NOTE_PROBLEM), 64);
+}
+
+static const char *f_request_id(request_rec *r, const aura_request_t *rq)
+{
+    return safe(r->pool, rq->request_id, 128);
+}
+
+static const char *f_trace_id(request_rec *r, const aura_request_t *rq)
+{
+    return safe(r->pool, rq->trace_id, 32);
+}
+
+static const char *f_path(request_rec *r, const aura_request_t *rq)
+{
+    (void)rq;
+    return safe_path(r->pool, r->uri);
+}
+
+/* The one list of names: the lines and the check at start use it. */
+static const struct {
+    const char *name;
+    field_fn *get;
+} fields[] = {
+    { "plane", f_plane }, { "service", f_service },
+    { "upstream", f_upstream }, { "project", f_project },
+    { "actor", f_actor }, { "role", f_role }, { "limit", f_limit },
+    { "breaker", f_breaker }, { "problem", f_problem },
+    { "request-id", f_request_id }, { "trace-id", f_trace_id },
+    { "path", f_path }, { NULL, NULL }
 };
 
-static int known_field(const char *name)
+/* The first character first: a line looks a dozen names up. */
+static field_fn *field_named(const char *name)
 {
     int i;
 
-    for (i = 0; field_names[i]; i++) {
-        if (!strcmp(name, field_names[i])) {
-            return 1;
+    for (i = 0; fields[i].name; i++) {
+        if (fields[i].name[0] == name[0] && !strcmp(fields[i].name, name)) {
+            return fields[i].get;
         }
     }
-    return 0;
+    return NULL;
 }
 
 /* %{name}^au: "-" outside a plane (a request refused before any module
@@ -194,7 +229,8 @@ static int known_field(const char *name)
 static const char *log_aura(request_rec *r, char *name)
 {
     const aura_request_t *rq = aura_request_get(r);
-    const char *v = rq ? field(r, rq, name) : NULL;
+    field_fn *get = rq ? field_named(name) : NULL;
+    const char *v = get ? get(r, rq) : NULL;
 
     return v ? v : "-";
 }
@@ -235,7 +271,7 @@ static int check_formats(apr_pool_t *p, const ap_directive_t *dir)
                 open--;
             }
             name = apr_pstrmemdup(p, open, (apr_size_t)(at - open));
-            if (!known_field(name)) {
+            if (!field_named(name)) {
                 ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
                              NULL, AURA_LOGNO(00127)
                              "%s at %s:%d: %%{%s}" LOG_TAG " is not a "
