@@ -248,9 +248,44 @@ void aura_accesslog_pre_config(apr_pool_t *pconf)
     }
 }
 
-/* The %{name}^au items of one LogFormat or CustomLog: a name this
- * file does not know would log "-" forever, so it stops the start
- * instead, saying where it was written. */
+/* The name inside the braces that end just before at. */
+static const char *braced_name(apr_pool_t *p, const char *args,
+                               const char *at)
+{
+    const char *open = at;
+
+    while (open > args && open[-1] != '{') {
+        open--;
+    }
+    return apr_pstrmemdup(p, open, (apr_size_t)(at - open));
+}
+
+/* Before 0.4.0 the fields were notes, %{aura-actor}n...: such a format
+ * still parses but now logs "-" there, so it is named at start (only
+ * aura-request-id is still a note). */
+static void warn_old_notes(apr_pool_t *p, const ap_directive_t *dir)
+{
+    const char *at = dir->args;
+
+    while ((at = strstr(at, "}n")) != NULL) {
+        const char *name = braced_name(p, dir->args, at);
+
+        if (!strncmp(name, "aura-", 5) && field_named(name + 5)
+            && strcmp(name, "aura-request-id")) {
+            ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_WARNING, 0, NULL,
+                         AURA_LOGNO(00128)
+                         "%s at %s:%d: the note %%{%s}n is not set since "
+                         "mod_aura 0.4.0 and logs \"-\": write %%{%s}"
+                         LOG_TAG " instead", dir->directive, dir->filename,
+                         dir->line_num, name, name + 5);
+        }
+        at += 2;
+    }
+}
+
+/* The %{name}^au items of one LogFormat or CustomLog: a name this file
+ * does not know would log "-" forever, so it stops the start instead,
+ * saying where it was written. */
 static int check_formats(apr_pool_t *p, const ap_directive_t *dir)
 {
     for (; dir; dir = dir->next) {
@@ -259,18 +294,14 @@ static int check_formats(apr_pool_t *p, const ap_directive_t *dir)
         if (dir->first_child && !check_formats(p, dir->first_child)) {
             return 0;
         }
-        if (strcasecmp(dir->directive, "LogFormat")
-            && strcasecmp(dir->directive, "CustomLog")) {
+        if ((strcasecmp(dir->directive, "LogFormat")
+             && strcasecmp(dir->directive, "CustomLog")) || !at) {
             continue;
         }
-        while (at && (at = strstr(at, "}" LOG_TAG)) != NULL) {
-            const char *open = at;
-            const char *name;
+        warn_old_notes(p, dir);
+        while ((at = strstr(at, "}" LOG_TAG)) != NULL) {
+            const char *name = braced_name(p, dir->args, at);
 
-            while (open > dir->args && open[-1] != '{') {
-                open--;
-            }
-            name = apr_pstrmemdup(p, open, (apr_size_t)(at - open));
             if (!field_named(name)) {
                 ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0,
                              NULL, AURA_LOGNO(00127)

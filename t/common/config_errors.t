@@ -83,7 +83,7 @@ my @cases = (
       qr/AuraRetries: '50' is not a number between 0 and 10/ ],
 );
 
-plan tests => 2 * @cases + 3 + 3 + 4 + 4;
+plan tests => 2 * @cases + 3 + 3 + 4 + 4 + 3;
 
 my $dir = tempdir(CLEANUP => 1);
 
@@ -172,3 +172,13 @@ like($out, qr{AURA00127: CustomLog at \S+:\d+: %\{Trace\}\^au},
      'in a CustomLog inside a VirtualHost too');
 ($rc, $out) = check_conf("Include $top/conf/aura-logformats.conf\n", 1);
 is($rc, 0, 'the shipped formats are fine') or diag($out);
+
+# A format of before 0.4.0 (the fields were notes then) still starts,
+# and each note that is no longer set is named with what to write.
+($rc, $out) = check_conf("LogFormat \"%{aura-actor}n %{aura-request-id}n "
+                         . "%{aura-problem-type}n\" old\n", 1);
+is($rc, 0, 'a format with the old notes still starts') or diag($out);
+like($out, qr{AURA00128: LogFormat at \S+/httpd\.conf:\d+: the note %\{aura-actor\}n is not set since mod_aura 0\.4\.0 and logs "-": write %\{actor\}\^au instead},
+     'the old note is named, with its replacement');
+unlike($out, qr{aura-request-id\}n is not set|aura-problem-type\}n is not set},
+       'notes that are still set are not');
