@@ -24,7 +24,6 @@
 #include "mod_log_config.h"
 
 #define LOG_TAG "^au"
-#define NOTE_PROBLEM "aura-problem-type"
 
 /* [A-Za-z0-9._:@+=/-]: a table, since every character of every value
  * of every line is looked up. */
@@ -103,7 +102,7 @@ static const char *upstream_kind(request_rec *r)
 /* Which stage refused, from the problem the request ended with. */
 static const char *limit_outcome(request_rec *r)
 {
-    const char *type = apr_table_get(r->notes, NOTE_PROBLEM);
+    const char *type = apr_table_get(r->notes, AURA_NOTE_PROBLEM_TYPE);
 
     if (type && (!strcmp(type, "ip-rate-limit")
                  || !strcmp(type, "actor-quota"))) {
@@ -114,7 +113,7 @@ static const char *limit_outcome(request_rec *r)
 
 static const char *breaker_outcome(request_rec *r)
 {
-    const char *type = apr_table_get(r->notes, NOTE_PROBLEM);
+    const char *type = apr_table_get(r->notes, AURA_NOTE_PROBLEM_TYPE);
 
     return type && !strcmp(type, "breaker-open") ? "open" : "-";
 }
@@ -126,99 +125,59 @@ static const char *service_name(request_rec *r)
     return d->service != AURA_UNSET ? aura_service_names[d->service] : "-";
 }
 
-/* The fields, each read from the request as the client sent it (the
- * handler is registered to get the original of an internal redirect):
- * its route, its notes, its state. */
-typedef const char *field_fn(request_rec *r, const aura_request_t *rq);
-
-static const char *f_plane(request_rec *r, const aura_request_t *rq)
+static const char *plane_name(request_rec *r)
 {
-    (void)r;
-    return aura_plane_name(rq->plane);
+    return aura_plane_name(aura_request_get(r)->plane);
 }
 
-static const char *f_service(request_rec *r, const aura_request_t *rq)
+static const char *problem_type(request_rec *r)
 {
-    (void)rq;
-    return service_name(r);
+    return safe(r->pool, apr_table_get(r->notes, AURA_NOTE_PROBLEM_TYPE), 64);
 }
 
-static const char *f_upstream(request_rec *r, const aura_request_t *rq)
+static const char *path(request_rec *r)
 {
-    (void)rq;
-    return upstream_kind(r);
-}
-
-static const char *f_project(request_rec *r, const aura_request_t *rq)
-{
-    return safe(r->pool, rq->project, 64);
-}
-
-static const char *f_actor(request_rec *r, const aura_request_t *rq)
-{
-    return safe(r->pool, rq->actor, 128);
-}
-
-static const char *f_role(request_rec *r, const aura_request_t *rq)
-{
-    return safe(r->pool, rq->role, 32);
-}
-
-static const char *f_limit(request_rec *r, const aura_request_t *rq)
-{
-    (void)rq;
-    return limit_outcome(r);
-}
-
-static const char *f_breaker(request_rec *r, const aura_request_t *rq)
-{
-    (void)rq;
-    return breaker_outcome(r);
-}
-
-static const char *f_problem(request_rec *r, const aura_request_t *rq)
-{
-    (void)rq;
-    return safe(r->pool, apr_table_get(r->notes, NOTE_PROBLEM), 64);
-}
-
-static const char *f_request_id(request_rec *r, const aura_request_t *rq)
-{
-    return safe(r->pool, rq->request_id, 128);
-}
-
-static const char *f_trace_id(request_rec *r, const aura_request_t *rq)
-{
-    return safe(r->pool, rq->trace_id, 32);
-}
-
-static const char *f_path(request_rec *r, const aura_request_t *rq)
-{
-    (void)rq;
     return safe_path(r->pool, r->uri);
 }
 
-/* The one list of names: the lines and the check at start use it. */
-static const struct {
+/* The one list of names: the lines and the check at start use it.  A
+ * field is computed (get), or a string of the request's state, cleaned
+ * and cut at max.  Each is read from the request as the client sent it
+ * (the handler is registered to get the original of an internal
+ * redirect): its route, its notes, its state. */
+typedef struct {
     const char *name;
-    field_fn *get;
-} fields[] = {
-    { "plane", f_plane }, { "service", f_service },
-    { "upstream", f_upstream }, { "project", f_project },
-    { "actor", f_actor }, { "role", f_role }, { "limit", f_limit },
-    { "breaker", f_breaker }, { "problem", f_problem },
-    { "request-id", f_request_id }, { "trace-id", f_trace_id },
-    { "path", f_path }, { NULL, NULL }
+    const char *(*get)(request_rec *r);
+    apr_size_t member;
+    apr_size_t max;
+} field_t;
+
+#define STATE(m, max) NULL, APR_OFFSETOF(aura_request_t, m), max
+static const field_t fields[] = {
+    { "plane", plane_name, 0, 0 },
+    { "service", service_name, 0, 0 },
+    { "upstream", upstream_kind, 0, 0 },
+    { "project", STATE(project, 64) },
+    { "actor", STATE(actor, 128) },
+    { "role", STATE(role, 32) },
+    { "limit", limit_outcome, 0, 0 },
+    { "breaker", breaker_outcome, 0, 0 },
+    { "problem", problem_type, 0, 0 },
+    { "request-id", STATE(request_id, 128) },
+    { "trace-id", STATE(trace_id, 32) },
+    { "path", path, 0, 0 },
+    { NULL, NULL, 0, 0 }
 };
+#undef STATE
 
 /* The first character first: a line looks a dozen names up. */
-static field_fn *field_named(const char *name)
+static const field_t *field_named(const char *name)
 {
-    int i;
+    const field_t *f;
 
-    for (i = 0; fields[i].name; i++) {
-        if (fields[i].name[0] == name[0] && !strcmp(fields[i].name, name)) {
-            return fields[i].get;
+    for (f = fields; f->name; f++) {
+        if (f->name[0] == name[0] && !strcmp(f->name, name)) {
+            return f;
         }
     }
     return NULL;
@@ -229,10 +188,16 @@ static field_fn *field_named(const char *name)
 static const char *log_aura(request_rec *r, char *name)
 {
     const aura_request_t *rq = aura_request_get(r);
-    field_fn *get = rq ? field_named(name) : NULL;
-    const char *v = get ? get(r, rq) : NULL;
+    const field_t *f = rq ? field_named(name) : NULL;
 
-    return v ? v : "-";
+    if (!f) {
+        return "-";
+    }
+    if (f->get) {
+        return f->get(r);
+    }
+    return safe(r->pool,
+                *(const char *const *)((const char *)rq + f->member), f->max);
 }
 
 void aura_accesslog_pre_config(apr_pool_t *pconf)

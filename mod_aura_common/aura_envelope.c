@@ -56,7 +56,7 @@ static int in_list(const char *name, apr_size_t len, int list)
     return 0;
 }
 
-static int is_aura_namespace(const char *name)
+int aura_envelope_own_header(const char *name)
 {
     return (name[0] == 'a' || name[0] == 'A') && !strncasecmp(name, "aura-", 5);
 }
@@ -99,7 +99,7 @@ int aura_envelope_request_header_ok(const char *name,
         return 0;
     }
     len = strlen(name);
-    if (is_aura_namespace(name) || in_list(name, len, NEVER_EITHER)
+    if (aura_envelope_own_header(name) || in_list(name, len, NEVER_EITHER)
         || in_list(name, len, NEVER_REQUEST)) {
         return 0;
     }
@@ -111,7 +111,7 @@ int aura_envelope_reply_header_ok(const char *name)
     if (!name || !*name) {
         return 0;
     }
-    return !(is_aura_namespace(name)
+    return !(aura_envelope_own_header(name)
              || in_list(name, strlen(name), NEVER_EITHER));
 }
 

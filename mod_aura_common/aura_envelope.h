@@ -68,6 +68,13 @@ int aura_envelope_request_header_ok(const char *name,
                                     const char *connection);
 
 /**
+ * Whether a header name is in the gateway's namespace (aura-*, any
+ * case): no client and no service may set one.
+ * @return 1 when it is
+ */
+int aura_envelope_own_header(const char *name);
+
+/**
  * Whether a reply header becomes a response header: not Aura-*, not
  * hop-by-hop, not Content-Length, not Status/Description.
  * @return 1 to keep, 0 to drop

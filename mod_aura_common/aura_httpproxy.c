@@ -136,7 +136,7 @@ static int drop_aura(void *rec, const char *key, const char *val)
     apr_array_header_t *names = rec;
 
     (void)val;
-    if ((key[0] == 'a' || key[0] == 'A') && !strncasecmp(key, "aura-", 5)) {
+    if (aura_envelope_own_header(key)) {
         APR_ARRAY_PUSH(names, const char *) = key;
     }
     return 1;

@@ -518,6 +518,10 @@ const char *aura_set_retries(cmd_parms *cmd, void *dirv, const char *arg);
 const char *aura_set_target_sweep(cmd_parms *cmd, void *dummy,
                                   const char *arg);
 
+/* aura_problem.c: the problem type a refusing stage noted (also read by
+ * the access log's limit, breaker and problem fields). */
+#define AURA_NOTE_PROBLEM_TYPE "aura-problem-type"
+
 /* aura_httpproxy.c: the HTTP path through mod_proxy. */
 #define AURA_NOTE_TARGET "aura-db-target"   /* a dedicated PostgREST */
 int aura_http_claim(request_rec *r, const aura_dir_conf_t *d);

@@ -21,7 +21,6 @@
 #include <jansson.h>
 #include <stdlib.h>
 
-#define NOTE_TYPE   "aura-problem-type"
 #define NOTE_DETAIL "aura-problem-detail"
 #define FILTER_NAME "AURA_PROBLEM"
 
@@ -30,7 +29,7 @@ static ap_filter_rec_t *problem_filter;
 AURA_DECLARE(void) aura_problem_note(request_rec *r, const char *type,
                                      const char *detail)
 {
-    apr_table_setn(r->notes, NOTE_TYPE, type);
+    apr_table_setn(r->notes, AURA_NOTE_PROBLEM_TYPE, type);
     apr_table_set(r->notes, NOTE_DETAIL, detail ? detail : "");
 }
 
@@ -50,7 +49,7 @@ static const char *default_type(int status)
 
 static const char *problem_json(request_rec *r)
 {
-    const char *type = apr_table_get(r->notes, NOTE_TYPE);
+    const char *type = apr_table_get(r->notes, AURA_NOTE_PROBLEM_TYPE);
     const char *detail = apr_table_get(r->notes, NOTE_DETAIL);
     const char *line = ap_get_status_line(r->status);
     aura_request_t *rq = aura_request_get(r);
