@@ -7,6 +7,7 @@
  * a <Directory> section must not apply to it.
  */
 #include "aura_private.h"
+#include "aura_path.h"
 
 #include "http_core.h"
 #include "http_protocol.h"
@@ -71,6 +72,31 @@ AURA_DECLARE(aura_request_t *) aura_request_begin(request_rec *r,
     apr_table_setn(r->err_headers_out, "X-Request-Id", rq->request_id);
     aura_count(AURA_CTR_REQUESTS);
     return rq;
+}
+
+AURA_DECLARE(int) aura_request_path_check(request_rec *r)
+{
+    const char *raw = r->parsed_uri.path;
+    const char *why = NULL;
+
+    /* Internal redirects carry a path from the configuration; "OPTIONS *"
+     * and an absolute-form target without a path have none (r->uri is
+     * then "*" or "/"). */
+    if (!ap_is_initial_req(r) || !raw) {
+        return DECLINED;
+    }
+    /* Still the bytes of the request line here: httpd normalizes and
+     * decodes r->parsed_uri.path (and so r->uri) only after
+     * post_read_request, in ap_process_request_internal. */
+    if (aura_path_check(raw, strlen(raw), &why) == APR_SUCCESS) {
+        return DECLINED;
+    }
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, AURA_LOGNO(00400)
+                  "path refused: %s", why);
+    aura_problem_note(r, "invalid-request", apr_pstrcat(r->pool,
+                      "the path contains ", why, "; send it in its "
+                      "normalized form (docs/envelope.md)", NULL));
+    return HTTP_BAD_REQUEST;
 }
 
 apr_off_t aura_declared_length(request_rec *r)
