@@ -18,7 +18,7 @@
  *   2026-12-02  1.3  aura_limit_ip, aura_limit_actor.
  *   2026-12-02  1.4  AURA_NOTE_ORIGIN, AURA_NOTE_BUDGET (mod_aura_proxy).
  *   2026-12-02  1.5  aura_request_t.trace_id.
- *   2026-12-03  1.6  aura_request_path_check.
+ *   2026-12-03  1.6  aura_request_path_check, aura_request_t.raw_path.
  */
 #ifndef AURA_H
 #define AURA_H
@@ -86,6 +86,12 @@ typedef struct aura_request_t {
     /* 1.5: the W3C trace id (32 hex): the client's when its traceparent
      * was valid, else a new trace's. */
     const char *trace_id;
+    /* 1.6: the path as the client sent it (still percent-encoded, no
+     * query), taken by aura_request_begin before anything rewrites the
+     * request line; NULL for "*" and CONNECT.  Forwarded as Aura-Path;
+     * aura_request_path_check admits it only when its one decoding is
+     * r->uri. */
+    const char *raw_path;
 } aura_request_t;
 
 /**

@@ -103,14 +103,9 @@ static int read_body(request_rec *r, apr_int64_t limit, const char **body,
  * authorized (docs/envelope.md, "One path"). */
 static const char *raw_path(request_rec *r)
 {
-    apr_uri_t uri;
+    aura_request_t *rq = aura_request_get(r);
 
-    if (r->unparsed_uri
-        && apr_uri_parse(r->pool, r->unparsed_uri, &uri) == APR_SUCCESS
-        && uri.path) {
-        return uri.path;
-    }
-    return r->uri;
+    return rq && rq->raw_path && *rq->raw_path ? rq->raw_path : r->uri;
 }
 
 static int refuse(request_rec *r, int status, const char *type,
