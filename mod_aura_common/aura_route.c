@@ -65,11 +65,13 @@ static const char *raw_path(request_rec *r)
     if (u[0] == '/') {
         return apr_pstrmemdup(r->pool, u, strcspn(u, "?#"));
     }
-    /* absolute-form, "http://host/path?query" */
-    if (apr_uri_parse(r->pool, u, &uri) == APR_SUCCESS) {
+    /* absolute-form, "http://host/path?query"; "http://host" has no
+     * path, which httpd takes as "/".  Anything else stays as sent, and
+     * aura_path_check refuses it (it does not start with "/"). */
+    if (apr_uri_parse(r->pool, u, &uri) == APR_SUCCESS && uri.scheme) {
         return uri.path ? uri.path : "";
     }
-    return "";
+    return apr_pstrmemdup(r->pool, u, strcspn(u, "?#"));
 }
 
 AURA_DECLARE(aura_request_t *) aura_request_begin(request_rec *r,
@@ -116,7 +118,7 @@ AURA_DECLARE(int) aura_request_path_check(request_rec *r)
     ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, AURA_LOGNO(00400)
                   "path refused: %s", why);
     aura_problem_note(r, "invalid-request", apr_pstrcat(r->pool,
-                      "the path contains ", why, "; send it in its "
+                      "path refused (", why, "): send it in its "
                       "normalized form (docs/envelope.md)", NULL));
     return HTTP_BAD_REQUEST;
 }
