@@ -10,10 +10,10 @@
  */
 #include "aura_private.h"
 #include "aura_apikey.h"
+#include "aura_identity.h"
 
 #include "http_protocol.h"
 #include "apr_strings.h"
-#include "apr_lib.h"
 
 #include <libpq-fe.h>
 
@@ -178,11 +178,6 @@ static int role_rank(const char *role)
     return 0;
 }
 
-static int id_char(char c)
-{
-    return apr_isalnum(c) || c == '-' || c == '_' || c == '.';
-}
-
 /* The id that follows prefix in the (decoded) path, up to the next '/'. */
 static const char *path_id(request_rec *r, const char *prefix)
 {
@@ -199,16 +194,12 @@ static const char *path_id(request_rec *r, const char *prefix)
     return n ? apr_pstrndup(r->pool, s, n) : NULL;
 }
 
+/* The same rule as the key store's ids (aura_identity.h): what the
+ * data plane would accept as Aura-Project, the management plane accepts
+ * as a project or org named in a request. */
 static int id_ok(const char *id)
 {
-    apr_size_t n;
-
-    for (n = 0; id && id[n]; n++) {
-        if (n >= 64 || !id_char(id[n])) {
-            return 0;
-        }
-    }
-    return id && n > 0;
+    return aura_identity_id_ok(id, AURA_ID_MAX);
 }
 
 /* The organization role of user in the org or the project's org; the
