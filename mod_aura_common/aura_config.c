@@ -84,6 +84,7 @@ void *aura_create_server_conf(apr_pool_t *p, server_rec *s)
     c->target_sweep = AURA_UNSET;
     c->target_entries = AURA_UNSET;
     c->metrics_token = NULL;
+    c->jwt_aud_any = AURA_UNSET;
     return c;
 }
 
@@ -153,6 +154,7 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     c->target_sweep = merge_time(base->target_sweep, add->target_sweep);
     c->target_entries = merge_int(base->target_entries, add->target_entries);
     c->metrics_token = merge_ptr(base->metrics_token, add->metrics_token);
+    c->jwt_aud_any = merge_int(base->jwt_aud_any, add->jwt_aud_any);
     return c;
 }
 
@@ -181,6 +183,7 @@ void *aura_create_dir_conf(apr_pool_t *p, char *dir)
     d->stream_idle = AURA_UNSET;
     d->stream_first_byte = AURA_UNSET;
     d->stream_max = AURA_UNSET;
+    d->token_project_claim = NULL;
     return d;
 }
 
@@ -237,6 +240,8 @@ void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     d->stream_first_byte = merge_time(base->stream_first_byte,
                                       add->stream_first_byte);
     d->stream_max = merge_time(base->stream_max, add->stream_max);
+    d->token_project_claim = merge_ptr(base->token_project_claim,
+                                       add->token_project_claim);
     return d;
 }
 
@@ -866,6 +871,47 @@ static const char *set_server_string(cmd_parms *cmd, void *dummy,
     return NULL;
 }
 
+static const char *set_jwt_aud_match(cmd_parms *cmd, void *dummy,
+                                     const char *arg)
+{
+    aura_server_conf_t *c = aura_cmd_server_conf(cmd);
+
+    (void)dummy;
+    if (!strcasecmp(arg, "all")) {
+        c->jwt_aud_any = 0;
+    }
+    else if (!strcasecmp(arg, "any")) {
+        c->jwt_aud_any = 1;
+    }
+    else {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not all or any",
+                            cmd->cmd->name, arg);
+    }
+    return NULL;
+}
+
+/* A claim name: printable ASCII without spaces or quotes, so that it
+ * can be named in logs and docs as it is; "off" turns the check off. */
+static const char *set_token_project_claim(cmd_parms *cmd, void *dirv,
+                                           const char *arg)
+{
+    aura_dir_conf_t *d = dirv;
+    const char *s;
+
+    for (s = arg; *s; s++) {
+        if (*s <= ' ' || *s > '~' || *s == '"' || *s == '\\') {
+            break;
+        }
+    }
+    if (!*arg || *s || strlen(arg) > 64) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not a claim name (1 to "
+                            "64 printable characters, no space or quote) "
+                            "or off", cmd->cmd->name, arg);
+    }
+    d->token_project_claim = strcasecmp(arg, "off") ? arg : "off";
+    return NULL;
+}
+
 static const char *set_jwt_max_len(cmd_parms *cmd, void *dummy,
                                    const char *arg)
 {
@@ -1001,6 +1047,14 @@ const command_rec aura_cmds[] = {
     AP_INIT_TAKE1("AuraJWTAudience", set_server_string,
                   (void *)APR_OFFSETOF(aura_server_conf_t, jwt_audience),
                   RSRC_CONF, "The aud a bearer token must carry"),
+    AP_INIT_TAKE1("AuraJWTAudienceMatch", set_jwt_aud_match, NULL,
+                  RSRC_CONF,
+                  "Whether every audience of a token's aud array must be "
+                  "AuraJWTAudience (all) or one of them (any)"),
+    AP_INIT_TAKE1("AuraTokenProjectClaim", set_token_project_claim, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "The claim a data-plane bearer token names the API "
+                  "key's project in, or off"),
     AP_INIT_TAKE1("AuraJWTMaxLength", set_jwt_max_len, NULL, RSRC_CONF,
                   "Longest bearer token accepted, in bytes"),
     AP_INIT_TAKE1("AuraJWKSRefreshInterval", set_server_time,

@@ -93,6 +93,8 @@ typedef struct {
     apr_interval_time_t stream_idle;        /* AuraStreamIdleTimeout */
     apr_interval_time_t stream_first_byte;  /* AuraStreamFirstByteTimeout */
     apr_interval_time_t stream_max;         /* AuraStreamMaxDuration */
+    const char *token_project_claim;  /* AuraTokenProjectClaim: a claim
+                                         name or "off"; NULL = unset */
 } aura_dir_conf_t;
 
 /* A stage-1 zone (AuraRateLimitZone), as nginx's limit_req_zone: global,
@@ -168,6 +170,8 @@ typedef struct {
     apr_interval_time_t target_sweep;      /* AuraTargetSweepInterval */
     int target_entries;                    /* AuraTargetBreakerEntries */
     const char *metrics_token;             /* AuraMetricsTokenFile's */
+    int jwt_aud_any;                       /* AuraJWTAudienceMatch any: 1,
+                                              all: 0, AURA_UNSET */
 } aura_server_conf_t;
 
 /* One AuraBreaker line; 0 = not set by this line. */
@@ -213,6 +217,9 @@ typedef struct {
 } aura_jwt_source_t;
 
 #define AURA_DEFAULT_JWT_ALGS       "RS256 ES256"
+/* The claim a data-plane user token names its project in
+ * (AuraTokenProjectClaim). */
+#define AURA_DEFAULT_TOKEN_PROJECT_CLAIM "aura_project"
 #define AURA_DEFAULT_JWT_LEEWAY     apr_time_from_sec(60)
 #define AURA_DEFAULT_JWKS_REFRESH   apr_time_from_sec(30)
 
@@ -457,8 +464,10 @@ apr_status_t aura_db_query(request_rec *r, aura_db_stmt_e id,
 /* aura_keystore.c */
 void aura_keystore_child_init(apr_pool_t *pchild, server_rec *s);
 /* A well-formed key's identity: APR_NOTFOUND for an unknown or revoked
- * key, another error when the store cannot say.  id->actor is set in
- * every case. */
+ * key, APR_EINVAL when its row holds a value that cannot be an identity
+ * (an id longer than AURA_ID_MAX or outside [A-Za-z0-9._-], a plan that
+ * is not printable: logged, refused whole, never truncated), another
+ * error when the store cannot say.  id->actor is set in every case. */
 apr_status_t aura_keystore_lookup(request_rec *r, const char *key,
                                   aura_key_identity_t *id);
 void aura_keystore_invalidate_project(const char *project);
@@ -487,7 +496,10 @@ apr_global_mutex_t *aura_shm_mutex(void);
 apr_status_t aura_ratelimit_post_config(apr_pool_t *pconf, server_rec *s);
 apr_uint64_t aura_clock_ns(void);
 apr_uint64_t aura_ceil_div(apr_uint64_t a, apr_uint64_t b);
-/* Keyed hash (the segment's secret) of a stage tag, a name, bytes. */
+/* Keyed hash (the segment's secret) of a stage tag, a name, bytes; 0
+ * when tag, name and bytes exceed 512 bytes together (refused, never
+ * cut: callers must not use 0 as a key). */
+#define AURA_LIMITER_KEY_MAX 512
 apr_uint64_t aura_limiter_key(const char *tag, const char *name,
                               const unsigned char *bytes, apr_size_t n);
 /* Count and log (once a minute) a request admitted for want of a slot. */

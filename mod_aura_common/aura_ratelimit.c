@@ -30,7 +30,7 @@
 #define NS_PER_S  APR_UINT64_C(1000000000)
 /* "Table full" is logged at most once per this many seconds. */
 #define FULL_LOG_INTERVAL 60
-#define MAX_KEY 512
+#define MAX_KEY AURA_LIMITER_KEY_MAX
 
 /* Written in post_config only. */
 static const aura_zone_t *default_zone;
@@ -98,20 +98,27 @@ static apr_size_t address_bytes(const request_rec *r, int v6_prefix,
     return 5;
 }
 
-/* Keyed hash of a stage tag, a name and some bytes. */
+/* Keyed hash of a stage tag, a name and some bytes; 0 when they do not
+ * fit in MAX_KEY together (nothing is written then: the name may be an
+ * actor's, i.e. a client's, and cutting it would merge two actors). */
 apr_uint64_t aura_limiter_key(const char *tag, const char *name,
                                 const unsigned char *bytes, apr_size_t n)
 {
     unsigned char buf[MAX_KEY];
     apr_size_t t = strlen(tag) + 1, m = strlen(name) + 1;
+    apr_uint64_t key;
 
-    if (t + m + n > sizeof(buf)) {
-        n = sizeof(buf) - t - m;   /* names are bounded well below this */
+    if (t > sizeof(buf) || m > sizeof(buf) - t
+        || n > sizeof(buf) - t - m) {
+        return 0;
     }
     memcpy(buf, tag, t);
     memcpy(buf + t, name, m);
-    memcpy(buf + t + m, bytes, n);
-    return aura_siphash24(aura_shm_hash_key(), buf, t + m + n);
+    if (n) {
+        memcpy(buf + t + m, bytes, n);
+    }
+    key = aura_siphash24(aura_shm_hash_key(), buf, t + m + n);
+    return key ? key : 1;   /* 0 means "does not fit" only */
 }
 
 void aura_limiter_full(request_rec *r)
