@@ -240,7 +240,8 @@ static const char *geometry_of(apr_pool_t *pconf, apr_pool_t *p,
          g->targets <<= 1) {
         continue;
     }
-    if (!grow(&off, (apr_uint64_t)AURA_JWKS_SLOTS * sizeof(aura_shm_jwks_t))) {
+    if (!grow(&off, (apr_uint64_t)AURA_JWKS_SLOTS
+                    * sizeof(aura_shm_jwks_t))) {
         return "the JWKS slots do not fit";
     }
     g->tables_offset = off;
@@ -257,7 +258,7 @@ static const char *geometry_of(apr_pool_t *pconf, apr_pool_t *p,
                                 "may have (at %s)",
                                 (apr_uint64_t)(AURA_SHM_MAX >> 20),
                                 *g->t[i].name ? g->t[i].name
-                                              : "AuraRateLimitEntries");
+                                              : "the actor fallback table");
         }
     }
     g->targets_offset = off;
@@ -271,6 +272,8 @@ static const char *geometry_of(apr_pool_t *pconf, apr_pool_t *p,
     h = aura_layout_mix(g->layout, AURA_SHM_ENCODING);
     h = aura_layout_mix(h, AURA_JWKS_SLOTS);
     h = aura_layout_mix(h, AURA_LIMITER_WAYS);
+    /* Also in the counter array's sizeof; named here for the reader. */
+    h = aura_layout_mix(h, AURA_CTR_COUNT);
     h = aura_layout_mix(h, (apr_uint64_t)g->ntables);
     for (i = 0; i < g->ntables; i++) {
         h = aura_layout_mix_str(h, g->t[i].name);
@@ -564,7 +567,7 @@ static const char *rebuild_reason(aura_shm_header_t *h, const geometry_t *g,
     if (!why->nelts) {
         return "the geometry changed";
     }
-    for (j = 1, d = NULL; j < why->nelts; j++) {
+    for (j = 1; j < why->nelts; j++) {
         APR_ARRAY_IDX(why, 0, char *) = apr_pstrcat(
             p, APR_ARRAY_IDX(why, 0, char *), ", ",
             APR_ARRAY_IDX(why, j, char *), NULL);
