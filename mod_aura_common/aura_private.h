@@ -410,6 +410,9 @@ typedef struct {
     char name[104];              /* the target, for /health (truncated) */
 } aura_target_slot_t;
 aura_target_slot_t *aura_shm_targets(apr_uint64_t *n);
+/* Walk the target table (n slots): NULL, or what is wrong. */
+const char *aura_breaker_validate_targets(aura_target_slot_t *t,
+                                          apr_uint64_t n, apr_pool_t *p);
 
 /* The rate-limit tables: one per zone, one for the actor quota's local
  * fallback.  The directory of the segment has one record per table

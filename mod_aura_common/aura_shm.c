@@ -477,12 +477,18 @@ static const char *check_directory(const aura_shm_header_t *h,
     return NULL;
 }
 
-/* The directory, then every slot of every table (aura_limiter_validate).
- * NULL, or what is wrong. */
+/* The directory, then every slot of every table (aura_limiter_validate,
+ * aura_breaker_validate_targets).  NULL, or what is wrong. */
 static const char *validate(aura_shm_header_t *h, apr_pool_t *p)
 {
     const char *why = check_directory(h, p);
     apr_uint64_t i, now = aura_clock_ns();
+
+    if (!why) {
+        why = aura_breaker_validate_targets(
+            (aura_target_slot_t *)((char *)h + h->targets_offset),
+            h->target_slots, p);
+    }
 
     for (i = 0; !why && i < h->tables; i++) {
         aura_shm_table_t *t = directory(h) + i;
