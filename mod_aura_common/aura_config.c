@@ -1102,10 +1102,11 @@ const command_rec aura_cmds[] = {
     AP_INIT_TAKE2("AuraSecurityHeader", set_security_header, NULL,
                   RSRC_CONF | ACCESS_CONF,
                   "Value of a security header on every response, or off"),
-    AP_INIT_TAKE23("AuraRateLimitZone", aura_set_rate_limit_zone, NULL,
-                   RSRC_CONF,
-                   "A per-address limit (before authentication): name, "
-                   "rate=<n>r/s or r/m, burst=<n>"),
+    AP_INIT_RAW_ARGS("AuraRateLimitZone", aura_set_rate_limit_zone, NULL,
+                     RSRC_CONF,
+                     "A per-address limit (before authentication) with a "
+                     "table of its own: name, rate=<n>r/s or r/m, "
+                     "burst=<n>, entries=<n>"),
     AP_INIT_TAKE1("AuraRateLimit", aura_set_rate_limit, NULL,
                   RSRC_CONF | ACCESS_CONF,
                   "The AuraRateLimitZone of this VirtualHost or Location, "
@@ -1113,8 +1114,8 @@ const command_rec aura_cmds[] = {
     AP_INIT_TAKE1("AuraRateLimitEntries", aura_set_limit_int,
                   (void *)APR_OFFSETOF(aura_server_conf_t, limiter_entries),
                   RSRC_CONF,
-                  "Client addresses the shared limiter table tracks at "
-                  "once (16 bytes each)"),
+                  "Client addresses each rate-limit table tracks at "
+                  "once (16 bytes each), unless its zone says entries="),
     AP_INIT_TAKE1("AuraRateLimitIPv6Prefix", aura_set_limit_int,
                   (void *)APR_OFFSETOF(aura_server_conf_t, ipv6_prefix),
                   RSRC_CONF,

@@ -98,9 +98,10 @@ typedef struct {
 } aura_dir_conf_t;
 
 /* A stage-1 zone (AuraRateLimitZone), as nginx's limit_req_zone: global,
- * named, picked by Locations.  The name is part of the hashed key, so a
- * zone keeps its clients' state across graceful restarts even if zones
- * are reordered. */
+ * named, picked by Locations.  Each zone has a table of its own in the
+ * shared segment (entries=), so a flood that fills one zone's table
+ * cannot push another zone into its fail-open state.  Tables are laid
+ * out in name order, so reordering the zones keeps the segment. */
 typedef struct aura_zone_t {
     const char *name;
     apr_uint64_t rate;          /* requests per period */
@@ -108,6 +109,9 @@ typedef struct aura_zone_t {
     apr_uint64_t burst;
     aura_gcra_t gcra;
     const char *defined_at;     /* file:line, NULL for the built-in */
+    apr_uint64_t entries;       /* entries=; 0: AuraRateLimitEntries */
+    int table;                  /* its table in the segment, 1-based (0:
+                                   none), set in post_config */
 } aura_zone_t;
 
 /* A stage-2 quota (AuraActorQuota, AuraPlanQuota). */
@@ -123,6 +127,9 @@ extern const aura_quota_t aura_quota_off;
 #define AURA_DEFAULT_ZONE_RATE       100
 #define AURA_DEFAULT_ZONE_BURST      1000
 #define AURA_DEFAULT_LIMITER_ENTRIES 65536
+#define AURA_MIN_LIMITER_ENTRIES     64
+#define AURA_MAX_LIMITER_ENTRIES     (1 << 24)
+#define AURA_MAX_ZONES               64        /* "default" included */
 #define AURA_DEFAULT_IPV6_PREFIX     64
 
 typedef struct {
@@ -312,8 +319,7 @@ aura_server_conf_t *aura_cmd_server_conf(cmd_parms *cmd);
 /* aura_limitconf.c: the rate-limit and Redis directives. */
 apr_array_header_t *aura_zones(apr_pool_t *pconf);
 const char *aura_set_rate_limit_zone(cmd_parms *cmd, void *dummy,
-                                     const char *name, const char *rate,
-                                     const char *burst);
+                                     const char *args);
 const char *aura_set_rate_limit(cmd_parms *cmd, void *dirv,
                                 const char *arg);
 const char *aura_set_actor_quota(cmd_parms *cmd, void *dirv,
@@ -331,7 +337,12 @@ const char *aura_set_redis_time(cmd_parms *cmd, void *dummy,
 /* aura_shm.c: the one segment that outlives graceful restarts. */
 typedef struct aura_shm_header_t aura_shm_header_t;
 apr_status_t aura_shm_pre_config(apr_pool_t *pconf);
-apr_status_t aura_shm_post_config(apr_pool_t *pconf, server_rec *s);
+int aura_shm_check_config(apr_pool_t *pconf, apr_pool_t *plog,
+                          apr_pool_t *ptemp, server_rec *s);
+apr_status_t aura_shm_post_config(apr_pool_t *pconf, apr_pool_t *ptemp,
+                                  server_rec *s);
+/* Walk the table directory and every table: NULL, or what is wrong. */
+const char *aura_shm_validate(apr_pool_t *p);
 apr_status_t aura_shm_child_init(apr_pool_t *pchild, server_rec *s);
 aura_shm_header_t *aura_shm(void);
 
@@ -390,7 +401,6 @@ volatile apr_uint64_t *aura_shm_breaker(int i);
 /* Shared flags and timestamps for log-once decisions. */
 typedef enum {
     AURA_FLAG_REDIS_DOWN = 0,  /* 1 while the quota runs on the fallback */
-    AURA_FLAG_FULL_LOGGED,     /* second of the last "table full" line */
     AURA_FLAG_ACTIVE,          /* requests waiting on an upstream now */
     AURA_FLAG_RETRYING,        /* of which retries */
     AURA_FLAG_TARGETS_LOGGED,  /* second of the last "targets full" line */
@@ -407,13 +417,34 @@ typedef struct {
     char name[104];              /* the target, for /health (truncated) */
 } aura_target_slot_t;
 aura_target_slot_t *aura_shm_targets(apr_uint64_t *n);
+/* Walk the target table (n slots): NULL, or what is wrong. */
+const char *aura_breaker_validate_targets(aura_target_slot_t *t,
+                                          apr_uint64_t n, apr_pool_t *p);
 
-/* The stage-1 table and the key of its hash. */
-aura_limiter_slot_t *aura_shm_limiter(apr_uint64_t *sets);
+/* The rate-limit tables: one per zone, one for the actor quota's local
+ * fallback.  The directory of the segment has one record per table
+ * (fixed size, offsets from the base, no pointers); only aura_shm.c
+ * lays them out, aura_ratelimit.c and aura_quota.c count into them. */
+#define AURA_TABLE_NAME  40          /* a zone name (32) and its NUL */
+#define AURA_TABLE_ACTOR 1           /* the actor fallback's table */
+typedef struct {
+    char name[AURA_TABLE_NAME];      /* the zone; "" for the actor table */
+    apr_uint64_t offset;             /* of its slots from the base */
+    apr_uint64_t sets;               /* a power of two, 8 slots each */
+    volatile apr_uint64_t full;      /* admitted for want of a slot */
+    volatile apr_uint64_t rejected;  /* refused (429) */
+    volatile apr_uint64_t full_logged; /* second of its last "full" line */
+} aura_shm_table_t;
+/* Table n (1-based), its slots and sets; NULL when there is none. */
+aura_shm_table_t *aura_shm_table(int n, aura_limiter_slot_t **slots,
+                                 apr_uint64_t *sets);
+/* The table of a zone name (1-based), 0 when it has none. */
+int aura_shm_zone_table(const char *name);
 const unsigned char *aura_shm_hash_key(void);
 /** Fill a JSON object with the segment's identity and counters. */
 struct json_t;
-void aura_shm_describe(struct json_t *obj);
+/* walk: also walk every table (slots used, aura_shm_validate()). */
+void aura_shm_describe(struct json_t *obj, int walk, apr_pool_t *p);
 
 /* aura_nats.c: the per-child connection. */
 struct __natsConnection;
@@ -502,8 +533,9 @@ apr_uint64_t aura_ceil_div(apr_uint64_t a, apr_uint64_t b);
 #define AURA_LIMITER_KEY_MAX 512
 apr_uint64_t aura_limiter_key(const char *tag, const char *name,
                               const unsigned char *bytes, apr_size_t n);
-/* Count and log (once a minute) a request admitted for want of a slot. */
-void aura_limiter_full(request_rec *r);
+/* Count and log (once a minute per table) a request admitted for want
+ * of a slot in table n. */
+void aura_limiter_full(request_rec *r, int n);
 /* Sets header to "policy";k1=a;k2=b (draft-ietf-httpapi-ratelimit-headers). */
 void aura_limit_header(request_rec *r, const char *name, const char *policy,
                        char k1, apr_uint64_t a, char k2, apr_uint64_t b);

@@ -250,10 +250,10 @@ static void decide_local(request_rec *r, const char *id,
     out->admitted = 1;
     out->limit = share;
     out->remaining = share;
-    slots = aura_shm_limiter(&sets);
-    if (!slots || aura_gcra_init(&g, (apr_uint64_t)share,
-                                 (apr_uint64_t)q->window_s,
-                                 (apr_uint64_t)share) != APR_SUCCESS) {
+    if (!aura_shm_table(AURA_TABLE_ACTOR, &slots, &sets)
+        || aura_gcra_init(&g, (apr_uint64_t)share,
+                          (apr_uint64_t)q->window_s,
+                          (apr_uint64_t)share) != APR_SUCCESS) {
         return;
     }
     if (!(key = quota_key("actor", id, q))) {
@@ -265,8 +265,7 @@ static void decide_local(request_rec *r, const char *id,
     if (aura_limiter_take(slots, sets, key, &g,
                           aura_clock_ns(), &res) == AURA_LIMIT_FULL) {
         /* No slot: admitted, and the whole share is what it knows. */
-        aura_count(AURA_CTR_IP_TABLE_FULL);
-        aura_limiter_full(r);
+        aura_limiter_full(r, AURA_TABLE_ACTOR);
         return;
     }
     out->admitted = res.admitted;

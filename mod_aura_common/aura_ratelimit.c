@@ -121,18 +121,35 @@ apr_uint64_t aura_limiter_key(const char *tag, const char *name,
     return key ? key : 1;   /* 0 means "does not fit" only */
 }
 
-void aura_limiter_full(request_rec *r)
+/* Per table: a flood that fills one zone's table is logged (and
+ * counted) as that zone's, and does not silence the line of another. */
+void aura_limiter_full(request_rec *r, int n)
 {
-    volatile apr_uint64_t *last = aura_shm_flag(AURA_FLAG_FULL_LOGGED);
-    apr_uint64_t now = (apr_uint64_t)apr_time_sec(apr_time_now());
-    apr_uint64_t was = apr_atomic_read64(last);
+    aura_limiter_slot_t *slots;
+    apr_uint64_t sets, was, now = (apr_uint64_t)apr_time_sec(apr_time_now());
+    aura_shm_table_t *t = aura_shm_table(n, &slots, &sets);
 
-    if (now - was >= FULL_LOG_INTERVAL
-        && apr_atomic_cas64(last, now, was) == was) {
+    aura_count(AURA_CTR_IP_TABLE_FULL);
+    if (!t) {
+        return;
+    }
+    apr_atomic_inc64(&t->full);
+    was = apr_atomic_read64(&t->full_logged);
+    if (now - was < FULL_LOG_INTERVAL
+        || apr_atomic_cas64(&t->full_logged, now, was) != was) {
+        return;
+    }
+    if (n == AURA_TABLE_ACTOR) {
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, AURA_LOGNO(00600)
+                      "actor quota fallback table full: requests admitted "
+                      "without a local quota (raise AuraRateLimitEntries; "
+                      "logged once a minute)");
+    }
+    else {
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, AURA_LOGNO(00080)
-                      "rate-limit table full: requests admitted without a "
-                      "limit (per-address, or actor fallback; raise "
-                      "AuraRateLimitEntries; logged once a minute)");
+                      "rate-limit zone %s full: requests admitted without a "
+                      "per-address limit in this zone only (raise its "
+                      "entries=; logged once a minute per zone)", t->name);
     }
 }
 
@@ -197,11 +214,13 @@ AURA_DECLARE(int) aura_limit_ip(request_rec *r)
     int prefix = aura_server_conf(r->server)->ipv6_prefix;
     unsigned char addr[17];
     aura_limiter_slot_t *slots;
+    aura_shm_table_t *t;
     aura_gcra_result_t res;
     apr_uint64_t sets, key;
     apr_size_t n;
 
-    if (!z || z == &aura_zone_off || !(slots = aura_shm_limiter(&sets))) {
+    if (!z || z == &aura_zone_off
+        || !(t = aura_shm_table(z->table, &slots, &sets))) {
         return OK;
     }
     n = address_bytes(r, prefix != AURA_UNSET ? prefix
@@ -213,13 +232,13 @@ AURA_DECLARE(int) aura_limit_ip(request_rec *r)
     case AURA_LIMIT_ADMITTED:
         return OK;
     case AURA_LIMIT_FULL:
-        aura_count(AURA_CTR_IP_TABLE_FULL);
-        aura_limiter_full(r);
+        aura_limiter_full(r, z->table);
         return OK;
     default:
         break;
     }
     aura_count(AURA_CTR_IP_REJECTED);
+    apr_atomic_inc64(&t->rejected);
     ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(00081)
                   "zone %s: %s over its rate", z->name, r->useragent_ip);
     /* GCRA as a quota: the burst, refilled over burst/rate seconds. */
