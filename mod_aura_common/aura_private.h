@@ -567,6 +567,10 @@ const char *aura_trace_begin(request_rec *r);
 void aura_accesslog_pre_config(apr_pool_t *pconf);
 int aura_accesslog_check(apr_pool_t *ptemp);
 int aura_log_transaction(request_rec *r);
+/* aura_redact.c's rule on the request line and the unparsed URI. */
+void aura_redact_request(request_rec *r);
+/* The same on the query string, right before mod_log_config. */
+int aura_redact_log_transaction(request_rec *r);
 
 /* aura_metrics.c */
 int aura_metrics_handler(request_rec *r);
