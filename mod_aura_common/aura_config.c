@@ -7,6 +7,7 @@
  * level.  No directive is allowed in .htaccess.
  */
 #include "aura_private.h"
+#include "aura_origin.h"
 #include "aura_jwt.h"
 
 #include "http_core.h"
@@ -874,11 +875,14 @@ static const char *set_jwt_max_len(cmd_parms *cmd, void *dummy,
                      &aura_cmd_server_conf(cmd)->jwt_max_len);
 }
 
+/* Each origin exactly as a browser sends it (aura_origin.c): a value no
+ * Origin header can ever equal would allow nothing while looking as if
+ * it allowed something, so it stops the start. */
 static const char *set_cors_origin(cmd_parms *cmd, void *dummy,
                                    const char *arg)
 {
     aura_server_conf_t *c = aura_cmd_server_conf(cmd);
-    apr_uri_t uri;
+    const char *origin, *why;
 
     (void)dummy;
     if (!c->cors_origins) {
@@ -890,17 +894,17 @@ static const char *set_cors_origin(cmd_parms *cmd, void *dummy,
         c->cors_star_at = apr_psprintf(cmd->pool, "%s:%d",
                                        cmd->directive->filename,
                                        cmd->directive->line_num);
+        origin = arg;
     }
-    else if (apr_uri_parse(cmd->pool, arg, &uri) != APR_SUCCESS
-             || !uri.scheme || !uri.hostname
-             || (strcasecmp(uri.scheme, "https")
-                 && strcasecmp(uri.scheme, "http"))
-             || (uri.path && strcmp(uri.path, "")) || uri.query) {
-        return apr_psprintf(cmd->pool, "%s: '%s' is not an origin "
-                            "(scheme://host[:port], no path)",
-                            cmd->cmd->name, arg);
+    else if (aura_origin_parse(cmd->pool, arg, &origin, &why)
+             != APR_SUCCESS) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not an origin: %s "
+                            "(accepted: http:// or https://, a host, and "
+                            "an optional port 1-65535 that is not the "
+                            "default; nothing after it)",
+                            cmd->cmd->name, arg, why);
     }
-    APR_ARRAY_PUSH(c->cors_origins, const char *) = arg;
+    APR_ARRAY_PUSH(c->cors_origins, const char *) = origin;
     return NULL;
 }
 
