@@ -8,6 +8,7 @@
  */
 #include "aura_private.h"
 #include "aura_origin.h"
+#include "aura_subject.h"
 #include "aura_jwt.h"
 
 #include "http_core.h"
@@ -182,6 +183,7 @@ void *aura_create_dir_conf(apr_pool_t *p, char *dir)
     d->stream_idle = AURA_UNSET;
     d->stream_first_byte = AURA_UNSET;
     d->stream_max = AURA_UNSET;
+    d->stream_ack_prefix = NULL;
     return d;
 }
 
@@ -238,6 +240,8 @@ void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     d->stream_first_byte = merge_time(base->stream_first_byte,
                                       add->stream_first_byte);
     d->stream_max = merge_time(base->stream_max, add->stream_max);
+    d->stream_ack_prefix = merge_ptr(base->stream_ack_prefix,
+                                     add->stream_ack_prefix);
     return d;
 }
 
@@ -568,6 +572,21 @@ static const char *set_stream_time(cmd_parms *cmd, void *dirv,
 
     return aura_parse_duration(cmd, arg, apr_time_from_msec(100),
                                apr_time_from_sec(7 * 86400), field);
+}
+
+/* A subject prefix ending at a token boundary: acknowledgements go only
+ * under it (aura_subject.c). */
+static const char *set_stream_ack_prefix(cmd_parms *cmd, void *dirv,
+                                         const char *arg)
+{
+    if (!aura_subject_ack_prefix_ok(arg)) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not a NATS subject "
+                            "prefix (tokens, no spaces or wildcards, "
+                            "ending in '.', e.g. _INBOX. or acks.storage.)",
+                            cmd->cmd->name, arg);
+    }
+    ((aura_dir_conf_t *)dirv)->stream_ack_prefix = arg;
+    return NULL;
 }
 
 /* The router may send requests to PostgREST over HTTP: like an http(s)
@@ -1119,6 +1138,10 @@ const command_rec aura_cmds[] = {
                   RSRC_CONF | ACCESS_CONF,
                   "Streaming HTTP routes: longest a streamed response may "
                   "last (not WebSocket tunnels)"),
+    AP_INIT_TAKE1("AuraStreamAckPrefix", set_stream_ack_prefix, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "Streamed NATS replies: the subject prefix under which "
+                  "the gateway publishes acknowledgements and cancels"),
     AP_INIT_TAKE1("AuraMetricsTokenFile", aura_set_metrics_token, NULL,
                   RSRC_CONF,
                   "File holding the bearer token /metrics (SetHandler "

@@ -93,6 +93,8 @@ typedef struct {
     apr_interval_time_t stream_idle;        /* AuraStreamIdleTimeout */
     apr_interval_time_t stream_first_byte;  /* AuraStreamFirstByteTimeout */
     apr_interval_time_t stream_max;         /* AuraStreamMaxDuration */
+    /* NATS streamed replies: where acknowledgements may go. */
+    const char *stream_ack_prefix;          /* AuraStreamAckPrefix */
 } aura_dir_conf_t;
 
 /* A stage-1 zone (AuraRateLimitZone), as nginx's limit_req_zone: global,
@@ -353,6 +355,7 @@ typedef enum {
     AURA_CTR_BREAKER_HALF_OPENED, /* a breaker let its first probe out */
     AURA_CTR_BREAKER_CLOSED,   /* a probe's success closed a breaker */
     AURA_CTR_ACTOR_LEASE,      /* stage 2 decided from a child's lease */
+    AURA_CTR_STREAM_ACK_REFUSED, /* streams aborted: ack subject refused */
     AURA_CTR_COUNT
 } aura_counter_e;
 void aura_count(aura_counter_e c);
@@ -432,6 +435,9 @@ void aura_inbox_wake_all(void);
 int aura_inbox_open(apr_pool_t *p, aura_inbox_t **inbox);
 /* The reply subject that reaches the inbox. */
 const char *aura_inbox_subject(const aura_inbox_t *inbox);
+/* This child's reply inbox prefix ("_INBOX.<nuid>"), NULL before
+ * child_init subscribed. */
+const char *aura_inbox_prefix(void);
 /* Next message on the inbox before deadline (wall clock).  NATS_OK
  * (*msg is the caller's to destroy), NATS_TIMEOUT, NATS_NO_RESPONDERS,
  * NATS_SLOW_CONSUMER (messages were dropped over its limits; once), or

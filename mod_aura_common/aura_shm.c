@@ -28,7 +28,7 @@
 #include <jansson.h>
 
 #define AURA_SHM_MAGIC    0x41555241u /* "AURA" */
-#define AURA_SHM_LAYOUT   7u
+#define AURA_SHM_LAYOUT   8u
 #define AURA_MUTEX_TYPE   "aura-shm"
 #define AURA_RETAINED_KEY "mod_aura_common-shm"
 
