@@ -23,8 +23,8 @@
  * "API.KEY", "%61pi%5Fkey" and "user[api_key]" are all "apikey".  It
  * looks like a credential when what is left contains one of key, token,
  * secret, passw, passphrase, pwd, auth, jwt, bearer, signature, cred,
- * session, sessid, cookie, ticket, or is one of pass, sig, code, otp, pin, sid,
- * hmac.  The rule errs toward redacting.
+ * session, sessid, cookie, ticket, or is one of pass, sig, code, otp,
+ * pin, sid, hmac.  The rule errs toward redacting.
  * @param name the name as sent (not NUL-terminated)
  * @param len its length; above AURA_REDACT_NAME_MAX the answer is yes
  */
