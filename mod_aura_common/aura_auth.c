@@ -28,11 +28,16 @@ AURA_DECLARE(int) aura_route_streaming(request_rec *r)
 }
 
 /* From post_read_request, on every plane: the key leaves the query
- * string and the request line before anything can log or forward them. */
+ * string, and the request line and the unparsed URI lose every
+ * credential-looking value (aura_redact.c), before anything can log or
+ * forward them.  The rest of r->args is forwarded as it came (a
+ * password-reset token is the auth service's business) and is hidden
+ * only when the request is logged (aura_redact_log_transaction). */
 void aura_take_query_key(request_rec *r, aura_request_t *rq)
 {
     const char *key = NULL, *rest = r->args;
 
+    aura_redact_request(r);
     if (!r->args || !ap_strstr_c(r->args, AURA_APIKEY_PARAM)) {
         return;
     }
@@ -45,8 +50,6 @@ void aura_take_query_key(request_rec *r, aura_request_t *rq)
     rq->query_key = key;
     r->args = (char *)rest;
     r->parsed_uri.query = (char *)rest;
-    r->the_request = (char *)aura_apikey_redact(r->pool, r->the_request);
-    r->unparsed_uri = (char *)aura_apikey_redact(r->pool, r->unparsed_uri);
 }
 
 static int refuse(request_rec *r, int status, const char *type,

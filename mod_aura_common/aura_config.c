@@ -7,6 +7,8 @@
  * level.  No directive is allowed in .htaccess.
  */
 #include "aura_private.h"
+#include "aura_origin.h"
+#include "aura_subject.h"
 #include "aura_jwt.h"
 
 #include "http_core.h"
@@ -184,6 +186,7 @@ void *aura_create_dir_conf(apr_pool_t *p, char *dir)
     d->stream_first_byte = AURA_UNSET;
     d->stream_max = AURA_UNSET;
     d->token_project_claim = NULL;
+    d->stream_ack_prefix = NULL;
     return d;
 }
 
@@ -242,6 +245,8 @@ void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     d->stream_max = merge_time(base->stream_max, add->stream_max);
     d->token_project_claim = merge_ptr(base->token_project_claim,
                                        add->token_project_claim);
+    d->stream_ack_prefix = merge_ptr(base->stream_ack_prefix,
+                                     add->stream_ack_prefix);
     return d;
 }
 
@@ -572,6 +577,21 @@ static const char *set_stream_time(cmd_parms *cmd, void *dirv,
 
     return aura_parse_duration(cmd, arg, apr_time_from_msec(100),
                                apr_time_from_sec(7 * 86400), field);
+}
+
+/* A subject prefix ending at a token boundary: acknowledgements go only
+ * under it (aura_subject.c). */
+static const char *set_stream_ack_prefix(cmd_parms *cmd, void *dirv,
+                                         const char *arg)
+{
+    if (!aura_subject_ack_prefix_ok(arg)) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not a NATS subject "
+                            "prefix (tokens, no spaces or wildcards, "
+                            "ending in '.', e.g. _INBOX. or acks.storage.)",
+                            cmd->cmd->name, arg);
+    }
+    ((aura_dir_conf_t *)dirv)->stream_ack_prefix = arg;
+    return NULL;
 }
 
 /* The router may send requests to PostgREST over HTTP: like an http(s)
@@ -920,11 +940,14 @@ static const char *set_jwt_max_len(cmd_parms *cmd, void *dummy,
                      &aura_cmd_server_conf(cmd)->jwt_max_len);
 }
 
+/* Each origin exactly as a browser sends it (aura_origin.c): a value no
+ * Origin header can ever equal would allow nothing while looking as if
+ * it allowed something, so it stops the start. */
 static const char *set_cors_origin(cmd_parms *cmd, void *dummy,
                                    const char *arg)
 {
     aura_server_conf_t *c = aura_cmd_server_conf(cmd);
-    apr_uri_t uri;
+    const char *origin, *why;
 
     (void)dummy;
     if (!c->cors_origins) {
@@ -936,17 +959,17 @@ static const char *set_cors_origin(cmd_parms *cmd, void *dummy,
         c->cors_star_at = apr_psprintf(cmd->pool, "%s:%d",
                                        cmd->directive->filename,
                                        cmd->directive->line_num);
+        origin = arg;
     }
-    else if (apr_uri_parse(cmd->pool, arg, &uri) != APR_SUCCESS
-             || !uri.scheme || !uri.hostname
-             || (strcasecmp(uri.scheme, "https")
-                 && strcasecmp(uri.scheme, "http"))
-             || (uri.path && strcmp(uri.path, "")) || uri.query) {
-        return apr_psprintf(cmd->pool, "%s: '%s' is not an origin "
-                            "(scheme://host[:port], no path)",
-                            cmd->cmd->name, arg);
+    else if (aura_origin_parse(cmd->pool, arg, &origin, &why)
+             != APR_SUCCESS) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not an origin: %s "
+                            "(accepted: http:// or https://, a host, and "
+                            "an optional port 1-65535 that is not the "
+                            "default; nothing after it)",
+                            cmd->cmd->name, arg, why);
     }
-    APR_ARRAY_PUSH(c->cors_origins, const char *) = arg;
+    APR_ARRAY_PUSH(c->cors_origins, const char *) = origin;
     return NULL;
 }
 
@@ -1170,6 +1193,10 @@ const command_rec aura_cmds[] = {
                   RSRC_CONF | ACCESS_CONF,
                   "Streaming HTTP routes: longest a streamed response may "
                   "last (not WebSocket tunnels)"),
+    AP_INIT_TAKE1("AuraStreamAckPrefix", set_stream_ack_prefix, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "Streamed NATS replies: the subject prefix under which "
+                  "the gateway publishes acknowledgements and cancels"),
     AP_INIT_TAKE1("AuraMetricsTokenFile", aura_set_metrics_token, NULL,
                   RSRC_CONF,
                   "File holding the bearer token /metrics (SetHandler "

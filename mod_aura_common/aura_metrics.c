@@ -216,6 +216,10 @@ static void upstreams(request_rec *r)
             "out.", "", aura_shm_counter(AURA_CTR_NATS_TIMEOUTS));
     counter(r, "aura_http_timeouts_total", "HTTP upstream requests whose "
             "budget ran out.", "", aura_shm_counter(AURA_CTR_HTTP_TIMEOUTS));
+    counter(r, "aura_stream_ack_refused_total", "Streamed replies aborted "
+            "because the service named an acknowledgement subject outside "
+            "AuraStreamAckPrefix.", "",
+            aura_shm_counter(AURA_CTR_STREAM_ACK_REFUSED));
     family(r, "aura_db_routes_total", "counter",
            "Decisions of the /v1/db router.");
     ap_rprintf(r, "aura_db_routes_total{to=\"nats\"} %" APR_UINT64_T_FMT

@@ -95,6 +95,8 @@ typedef struct {
     apr_interval_time_t stream_max;         /* AuraStreamMaxDuration */
     const char *token_project_claim;  /* AuraTokenProjectClaim: a claim
                                          name or "off"; NULL = unset */
+    /* NATS streamed replies: where acknowledgements may go. */
+    const char *stream_ack_prefix;          /* AuraStreamAckPrefix */
 } aura_dir_conf_t;
 
 /* A stage-1 zone (AuraRateLimitZone), as nginx's limit_req_zone: global,
@@ -371,6 +373,7 @@ typedef enum {
     AURA_CTR_BREAKER_HALF_OPENED, /* a breaker let its first probe out */
     AURA_CTR_BREAKER_CLOSED,   /* a probe's success closed a breaker */
     AURA_CTR_ACTOR_LEASE,      /* stage 2 decided from a child's lease */
+    AURA_CTR_STREAM_ACK_REFUSED, /* streams aborted: ack subject refused */
     AURA_CTR_COUNT
 } aura_counter_e;
 void aura_count(aura_counter_e c);
@@ -470,6 +473,9 @@ void aura_inbox_wake_all(void);
 int aura_inbox_open(apr_pool_t *p, aura_inbox_t **inbox);
 /* The reply subject that reaches the inbox. */
 const char *aura_inbox_subject(const aura_inbox_t *inbox);
+/* This child's reply inbox prefix ("_INBOX.<nuid>"), NULL before
+ * child_init subscribed. */
+const char *aura_inbox_prefix(void);
 /* Next message on the inbox before deadline (wall clock).  NATS_OK
  * (*msg is the caller's to destroy), NATS_TIMEOUT, NATS_NO_RESPONDERS,
  * NATS_SLOW_CONSUMER (messages were dropped over its limits; once), or
@@ -611,6 +617,10 @@ const char *aura_trace_begin(request_rec *r);
 void aura_accesslog_pre_config(apr_pool_t *pconf);
 int aura_accesslog_check(apr_pool_t *ptemp);
 int aura_log_transaction(request_rec *r);
+/* aura_redact.c's rule on the request line and the unparsed URI. */
+void aura_redact_request(request_rec *r);
+/* The same on the query string, right before mod_log_config. */
+int aura_redact_log_transaction(request_rec *r);
 
 /* aura_metrics.c */
 int aura_metrics_handler(request_rec *r);

@@ -97,6 +97,9 @@ static void aura_register_hooks(apr_pool_t *p)
                           APR_HOOK_MIDDLE);
     ap_hook_log_transaction(aura_log_transaction, NULL, NULL,
                             APR_HOOK_MIDDLE);
+    /* The query string is hidden before mod_log_config prints it. */
+    ap_hook_log_transaction(aura_redact_log_transaction, NULL,
+                            log_config, APR_HOOK_REALLY_FIRST);
     aura_problem_register();
     aura_headers_register();
     aura_keystore_register();
