@@ -210,16 +210,24 @@ static apr_status_t headers_out_filter(ap_filter_t *f,
  * name are dropped, the gateway's lines added; a 101 head too long to
  * hold closes the connection (AURA00200).  Any other head (the upstream
  * refused the upgrade, or mod_proxy answers an error) passes unchanged:
- * it went through AURA_HEADERS already.  Either way the
- * filter removes itself after that one head.  It lives on the
- * connection, past the request: all it keeps is in c->pool. */
+ * it went through AURA_HEADERS already.  Either way the filter removes
+ * itself after that one head.
+ *
+ * A connection filter outlives the request, so nothing of r->pool is
+ * kept: the state is the connection's, made once (the 32 KiB buffer
+ * too, however many requests of the connection arm it), the gateway's
+ * lines live in a subpool cleared at each arming, and what is sent is a
+ * heap copy.  Memory per connection stays bounded. */
 #define UPGRADE_HEAD_MAX 32768
+#define UPGRADE_CTX_KEY "aura-upgrade-ctx"
 
 typedef struct {
+    apr_pool_t *pool;           /* cleared at each arming */
     const char *lines;          /* "Name: value\r\n"..., the gateway's */
     char *buf;                  /* the head so far */
     apr_size_t len;
     int complete;               /* buf ends with the blank line */
+    int in_chain;               /* the filter is on the connection */
     apr_bucket_brigade *held;   /* metadata met before the head's end */
 } upgrade_ctx_t;
 
@@ -253,8 +261,9 @@ static apr_status_t upgrade_release(ap_filter_t *f, apr_bucket_brigade *bb)
     apr_size_t len = ctx->len;
     char *head = ctx->buf;
 
+    ctx->in_chain = 0;
     if (ctx->complete) {
-        head = upgrade_head(f->c->pool, ctx, &len);
+        head = upgrade_head(ctx->pool, ctx, &len);
     }
     else if (len >= 13 && !strncmp(head, "HTTP/1.1 101 ", 13)) {
         /* Refused rather than passed with the upstream's X-Request-Id
@@ -264,14 +273,16 @@ static apr_status_t upgrade_release(ap_filter_t *f, apr_bucket_brigade *bb)
                       "text: connection closed", UPGRADE_HEAD_MAX);
         apr_brigade_cleanup(bb);
         apr_brigade_cleanup(ctx->held);
+        ctx->len = 0;
         ap_remove_output_filter(f);
         f->c->aborted = 1;
         return APR_ECONNABORTED;
     }
     APR_BRIGADE_PREPEND(bb, ctx->held);
     if (len) {
-        APR_BRIGADE_INSERT_HEAD(bb, apr_bucket_pool_create(
-            head, len, f->c->pool, f->c->bucket_alloc));
+        /* A copy: the buffer is the next arming's. */
+        APR_BRIGADE_INSERT_HEAD(bb, apr_bucket_heap_create(
+            head, len, NULL, f->c->bucket_alloc));
     }
     ap_remove_output_filter(f);
     return ap_pass_brigade(f->next, bb);
@@ -336,6 +347,24 @@ static apr_status_t upgrade_out_filter(ap_filter_t *f,
     return APR_SUCCESS;
 }
 
+/* The connection's upgrade state, made on its first arming. */
+static upgrade_ctx_t *upgrade_ctx(conn_rec *c)
+{
+    upgrade_ctx_t *ctx = NULL;
+
+    apr_pool_userdata_get((void **)&ctx, UPGRADE_CTX_KEY, c->pool);
+    if (!ctx) {
+        ctx = apr_pcalloc(c->pool, sizeof(*ctx));
+        if (apr_pool_create(&ctx->pool, c->pool) != APR_SUCCESS) {
+            return NULL;
+        }
+        ctx->buf = apr_palloc(c->pool, UPGRADE_HEAD_MAX + 1);
+        ctx->held = apr_brigade_create(c->pool, c->bucket_alloc);
+        apr_pool_userdata_setn(ctx, UPGRADE_CTX_KEY, NULL, c->pool);
+    }
+    return ctx;
+}
+
 void aura_headers_arm_upgrade(request_rec *r)
 {
     conn_rec *c = r->connection;
@@ -351,21 +380,29 @@ void aura_headers_arm_upgrade(request_rec *r)
         return;
     }
     apr_table_setn(r->notes, NOTE_UPGRADE, "1");
-    lines = apr_pstrcat(c->pool, "X-Request-Id: ", rq->request_id, "\r\n",
-                        NULL);
+    ctx = upgrade_ctx(c);
+    if (!ctx) {
+        return;
+    }
+    apr_pool_clear(ctx->pool);
+    lines = apr_pstrcat(ctx->pool, "X-Request-Id: ", rq->request_id,
+                        "\r\n", NULL);
     for (i = 0; i <= HSTS_INDEX; i++) {
         const char *v = security_value(r, i);
 
         if (v) {
-            lines = apr_pstrcat(c->pool, lines, security_name(i), ": ", v,
-                                "\r\n", NULL);
+            lines = apr_pstrcat(ctx->pool, lines, security_name(i), ": ",
+                                v, "\r\n", NULL);
         }
     }
-    ctx = apr_pcalloc(c->pool, sizeof(*ctx));
     ctx->lines = lines;
-    ctx->buf = apr_palloc(c->pool, UPGRADE_HEAD_MAX + 1);
-    ctx->held = apr_brigade_create(c->pool, c->bucket_alloc);
-    ap_add_output_filter_handle(upgrade_filter, ctx, NULL, c);
+    ctx->len = 0;
+    ctx->complete = 0;
+    apr_brigade_cleanup(ctx->held);
+    if (!ctx->in_chain) {
+        ctx->in_chain = 1;
+        ap_add_output_filter_handle(upgrade_filter, ctx, NULL, c);
+    }
 }
 
 void aura_headers_register(void)
