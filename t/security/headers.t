@@ -325,42 +325,74 @@ sub websocket {
         or diag(($got || {})->{raw_head});
 }
 
-# An upgrade the upstream refuses (WebSocket version 8: its 426, which
-# unlike a 400 does not end the client's connection): the answer is an
-# ordinary one, which the 101 filter lets pass as it is, and
-# the client's connection serves the next request.
+# Reads one response with a Content-Length body from $s: (status,
+# pairs, head).
+sub read_response {
+    my ($s) = @_;
+    my $all = read_all($s, qr/\r\n\r\n/);
+    my ($head, $body) = split /\r\n\r\n/, $all, 2;
+    my ($status, $h) = parse_head($head // '');
+    my ($cl) = map { $_->[1] } named($h, 'content-length');
+    $body //= '';
+    while (defined $cl && length $body < $cl) {
+        IO::Select->new($s)->can_read(15) or last;
+        sysread($s, $body, $cl - length $body, length $body) or last;
+    }
+    return ($status, $h, $head // '');
+}
+
+# Upgrades the upstream refuses (WebSocket version 8: its 426, which
+# unlike a 400 does not end the client's connection), twice on one
+# connection: each answer is an ordinary one, which the 101 filter lets
+# pass as it is; then a plain request, then an upgrade that succeeds, on
+# that same connection: the filter is armed again and the 101 is the
+# gateway's.
 sub websocket_refused {
     my ($plane, $hp, $auth) = @_;
-    my $id = new_reqid("hdr-$plane-wsno");
     my $s = IO::Socket::INET->new(PeerAddr => $hp, Timeout => 15)
         or die "connect: $!";
     binmode $s;
-    my $req = "GET /v1/realtime/ws/$id HTTP/1.1\r\nHost: localhost\r\n"
-        . "Upgrade: websocket\r\nConnection: Upgrade\r\n"
-        . "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-        . "Sec-WebSocket-Version: 8\r\nX-Request-Id: $id\r\n";
-    $req .= "$_->[0]: $_->[1]\r\n" for @$auth;
-    print $s "$req\r\n";
-    my $all = read_all($s, qr/\r\n\r\n.*\}/s);
-    my ($head) = split /\r\n\r\n/, $all, 2;
-    my ($status, $h) = parse_head($head);
-    is_deeply([$status, identity_of($h)],
-              [426, { 'x-request-id' => ["X-Request-Id: $id"] }],
-              "$plane 7c: a refused upgrade: the upstream's 426 with one "
-              . "X-Request-Id") or diag($head);
-    is_deeply([map { $_->[1] } named($h, 'x-frame-options')], ['DENY'],
-              "$plane 7c: and the gateway's security headers, once");
-    my $id2 = new_reqid("hdr-$plane-wsno2");
-    $req = "GET /v1/storage/object/$id2 HTTP/1.1\r\nHost: localhost\r\n"
-        . "X-Request-Id: $id2\r\nConnection: close\r\n";
-    $req .= "$_->[0]: $_->[1]\r\n" for @$auth;
-    print $s "$req\r\n";
-    ($head) = split /\r\n\r\n/, read_all($s), 2;
-    ($status, $h) = parse_head($head // '');
-    is_deeply([$status, identity_of($h)],
-              [200, { 'x-request-id' => ["X-Request-Id: $id2"] }],
+    my $auth_lines = join '', map { "$_->[0]: $_->[1]\r\n" } @$auth;
+    my @seen;
+    for my $n (1, 2) {
+        my $id = new_reqid("hdr-$plane-wsno$n");
+        print $s "GET /v1/realtime/ws/$id HTTP/1.1\r\nHost: localhost\r\n"
+            . "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+            . "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+            . "Sec-WebSocket-Version: 8\r\nX-Request-Id: $id\r\n"
+            . "X-Upstream-Reply-Header: X-Request-Id: upstream\r\n"
+            . "$auth_lines\r\n";
+        my ($status, $h, $head) = read_response($s);
+        push @seen, [$status, identity_of($h, $id),
+                     [map { $_->[1] } named($h, 'x-frame-options')]];
+        diag($head) unless $status == 426;
+    }
+    is_deeply(\@seen, [([426, { 'x-request-id' => ['X-Request-Id: ID'] },
+                         ['DENY']]) x 2],
+              "$plane 7c: two refused upgrades on one connection: the "
+              . "upstream's 426, one X-Request-Id, the gateway's security "
+              . "headers");
+    my $id2 = new_reqid("hdr-$plane-wsno3");
+    print $s "GET /v1/storage/object/$id2 HTTP/1.1\r\nHost: localhost\r\n"
+        . "X-Request-Id: $id2\r\n$auth_lines\r\n";
+    my ($status, $h, $head) = read_response($s);
+    is_deeply([$status, identity_of($h, $id2)],
+              [200, { 'x-request-id' => ['X-Request-Id: ID'] }],
               "$plane 7c: the same connection serves the next request")
         or diag($head);
+    my $id3 = new_reqid("hdr-$plane-wsyes");
+    print $s "GET /v1/realtime/ws/$id3 HTTP/1.1\r\nHost: localhost\r\n"
+        . "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+        . "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+        . "Sec-WebSocket-Version: 13\r\nX-Request-Id: $id3\r\n"
+        . "X-Upstream-Reply-Header: X-Request-Id: upstream\r\n"
+        . "$auth_lines\r\n";
+    ($status, $h, $head) = read_response($s);
+    is_deeply([$status, identity_of($h, $id3),
+               ws_frame_echo($s, 'again')],
+              [101, { 'x-request-id' => ['X-Request-Id: ID'] }, 'again'],
+              "$plane 7c: and then an upgrade: the gateway's 101, a "
+              . "working tunnel") or diag($head);
     close $s;
 }
 
