@@ -19,6 +19,7 @@
  *   2026-12-02  1.4  AURA_NOTE_ORIGIN, AURA_NOTE_BUDGET (mod_aura_proxy).
  *   2026-12-02  1.5  aura_request_t.trace_id.
  *   2026-12-03  1.6  aura_request_path_check, aura_request_t.raw_path.
+ *   2026-12-03  1.7  aura_request_t.traceparent, .tracestate.
  */
 #ifndef AURA_H
 #define AURA_H
@@ -34,7 +35,7 @@
  */
 
 #define AURA_API_MAJOR 1
-#define AURA_API_MINOR 6
+#define AURA_API_MINOR 7
 
 /* The export trio, as mod_proxy.h, mod_dbd.h and mod_watchdog.h spell it.
  * The modules are built with -fvisibility=hidden: only what carries
@@ -92,6 +93,12 @@ typedef struct aura_request_t {
      * aura_request_path_check admits it only when its one decoding is
      * r->uri. */
     const char *raw_path;
+    /* 1.7: the trace context the gateway forwards on both paths: its own
+     * traceparent (its span as parent), and the client's tracestate when
+     * its traceparent was valid (else NULL).  Kept here because every
+     * client header of these names is dropped before forwarding. */
+    const char *traceparent;
+    const char *tracestate;
 } aura_request_t;
 
 /**

@@ -389,6 +389,8 @@ int aura_natsproxy_handler(request_rec *r)
     in.role = rq->role;
     in.key_role = rq->key_role;
     in.actor = rq->actor;
+    in.traceparent = rq->traceparent;
+    in.tracestate = rq->tracestate;
     s = aura_inbox_open(r->pool, &inbox);
     if (s != NATS_OK) {
         return request_failed(r, s, d->upstream, limit);

@@ -580,6 +580,9 @@ void aura_http_target(request_rec *r, const char *origin, const char *url,
 int aura_http_fixups(request_rec *r);
 void aura_http_register(void);
 void aura_http_insert_filter(request_rec *r);
+/* Removes every header of the gateway's namespace (any spelling,
+ * aura_envelope_own_header()) from t. */
+void aura_unset_owned(apr_pool_t *p, apr_table_t *t);
 
 /* aura_dbrouter.c: /v1/db (AuraDBRouter On).  OK: nothing to do or
  * decided (the request may now be a proxy request); else an error
@@ -598,6 +601,10 @@ void aura_take_query_key(request_rec *r, aura_request_t *rq);
 /* aura_headers.c: CORS and security headers on every response. */
 void aura_headers_register(void);
 void aura_insert_headers_filter(request_rec *r);
+/* For an upgrade mod_proxy is about to forward: the upstream's 101,
+ * which mod_proxy_http writes past every request filter, gets the
+ * gateway's X-Request-Id and security headers. */
+void aura_headers_arm_upgrade(request_rec *r);
 
 /* aura_natsproxy.c */
 int aura_natsproxy_handler(request_rec *r);
@@ -610,8 +617,8 @@ void aura_insert_problem_filter(request_rec *r);
 /* Draws the child's key of the request id and trace generator. */
 void aura_reqid_child_init(void);
 const char *aura_reqid_pick(request_rec *r);
-/* The trace id; r's traceparent is set to what goes upstream. */
-const char *aura_trace_begin(request_rec *r);
+/* Sets rq's trace id, traceparent and tracestate from r's headers. */
+void aura_trace_begin(request_rec *r, aura_request_t *rq);
 
 /* aura_accesslog.c: %{name}^au for mod_log_config, the traffic tables. */
 void aura_accesslog_pre_config(apr_pool_t *pconf);

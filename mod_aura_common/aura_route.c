@@ -86,7 +86,7 @@ AURA_DECLARE(aura_request_t *) aura_request_begin(request_rec *r,
     rq->plane = plane;
     rq->start = r->request_time;
     rq->request_id = aura_reqid_pick(r);
-    rq->trace_id = aura_trace_begin(r);
+    aura_trace_begin(r, rq);
     /* For ErrorLogFormat's %{aura-request-id}n: every error log line of
      * the request can carry it (docs/logging.md). */
     apr_table_setn(r->notes, "aura-request-id", rq->request_id);
