@@ -175,6 +175,7 @@ static void set_identity(request_rec *r, const aura_request_t *rq)
     apr_table_t *t = r->headers_in;
 
     aura_unset_owned(r->pool, t);
+    aura_forward_credentials(r, t);
     /* Nothing of the namespace is left: added, not set, since set would
      * compare each name with every other that begins with "Aura" (one
      * checksum for all of them in an apr table). */

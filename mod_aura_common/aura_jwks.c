@@ -449,6 +449,25 @@ static const char *project_claim(request_rec *r, const aura_request_t *rq)
     return strcmp(claim, "off") ? claim : NULL;
 }
 
+/* The auth type of a request whose bearer token this module verified:
+ * told apart from any other module's "Bearer" by its address. */
+static const char bearer_auth_type[] = "Bearer";
+
+int aura_bearer_verified(const request_rec *r)
+{
+    return r->ap_auth_type == bearer_auth_type;
+}
+
+/* What reaches a service: Authorization only when this request's token
+ * was verified here.  On an AuraPublic route nothing is read, so a token
+ * sent there would cross unverified (DESIGN.md section 9). */
+void aura_forward_credentials(request_rec *r, apr_table_t *headers)
+{
+    if (!aura_bearer_verified(r)) {
+        apr_table_unset(headers, "Authorization");
+    }
+}
+
 AURA_DECLARE(int) aura_auth_bearer(request_rec *r)
 {
     aura_jwt_state_t *st = aura_server_conf(r->server)->jwt;
@@ -496,7 +515,7 @@ AURA_DECLARE(int) aura_auth_bearer(request_rec *r)
     rq->actor = claims.sub;
     rq->role = "authenticated";
     r->user = (char *)claims.sub;
-    r->ap_auth_type = "Bearer";
+    r->ap_auth_type = (char *)bearer_auth_type;
     /* What crosses is exactly what was verified, in the one form. */
     apr_table_setn(r->headers_in, "Authorization",
                    apr_pstrcat(r->pool, "Bearer ", token, NULL));

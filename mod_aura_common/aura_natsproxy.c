@@ -383,6 +383,7 @@ int aura_natsproxy_handler(request_rec *r)
     rq = aura_request_get(r);
     in.request_id = rq->request_id;
     in.plane = aura_plane_name(rq->plane);
+    aura_forward_credentials(r, r->headers_in);
     in.headers = r->headers_in;
     in.project = rq->project;
     in.org = rq->org;

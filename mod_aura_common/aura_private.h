@@ -583,6 +583,10 @@ void aura_http_insert_filter(request_rec *r);
 /* Removes every header of the gateway's namespace (any spelling,
  * aura_envelope_own_header()) from t. */
 void aura_unset_owned(apr_pool_t *p, apr_table_t *t);
+/* Whether aura_auth_bearer() verified r's token (aura_jwks.c); the
+ * forwarding paths drop Authorization from headers when it did not. */
+int aura_bearer_verified(const request_rec *r);
+void aura_forward_credentials(request_rec *r, apr_table_t *headers);
 
 /* aura_dbrouter.c: /v1/db (AuraDBRouter On).  OK: nothing to do or
  * decided (the request may now be a proxy request); else an error

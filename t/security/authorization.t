@@ -82,7 +82,8 @@ my @planes = (
 );
 my $n_forms = () = forms('x');
 
-plan tests => 2 * $n_forms * 6 + 2 + 2 * 2 * 6 + 2 + 1 + 2 * 6 + 2 + 8 + 2;
+plan tests => 2 * $n_forms * 6 + 2 + 2 * 2 * 6 + 2 + 1 + 2 * 6 + 2 + 8 + 2
+    + 5;
 
 my $log0 = error_log_size();
 my $up0 = upstream_stats()->{log_lines};
@@ -152,6 +153,29 @@ my $res = GET('/v1/functions/authz', apikey => ANON_KEY,
               'X-Example-Headers' => 'json');
 is($res->code, 200, 'data plane without Authorization: 200');
 is_deeply((json_body($res) || {})->{'Aura-Role'}, ['anon'], 'as anon');
+
+# An AuraPublic service route reads no credential, so it forwards none:
+# a token there would reach the service unverified (forged here).
+{
+    my $forged = 'eyJhbGciOiJub25lIn0.eyJzdWIiOiJhZG1pbiJ9.';
+    my $id = new_reqid('pubnats');
+    my $res = GET('/v1/test/public/x', Authorization => "Bearer $forged",
+                  'X-Example-Headers' => 'json', 'X-Request-Id' => $id);
+    is($res->code, 200, 'public NATS route with a token: 200');
+    my $b = json_body($res) || {};
+    ok(exists $b->{'Aura-Request-Id'} && !exists $b->{authorization},
+       'public NATS route: the service received no Authorization');
+    is(exec_count($id), 1, 'public NATS route: the service ran once');
+    my $up = upstream_stats()->{log_lines};
+    $id = new_reqid('pubhttp');
+    $res = GET('/v1/test/publichttp/x', Authorization => "Bearer $forged",
+               'X-Request-Id' => $id);
+    is($res->code, 200, 'public HTTP route with a token: 200');
+    my ($got) = grep { ($_->{headers}{'aura-request-id'} // '') eq $id }
+                @{ upstream_log($up) };
+    ok($got && !exists $got->{headers}{authorization},
+       'public HTTP route: the upstream received no Authorization');
+}
 
 # /metrics keeps its own token (AuraPublic: no bearer parsing there).
 {
