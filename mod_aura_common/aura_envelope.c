@@ -56,11 +56,13 @@ static int in_list(const char *name, apr_size_t len, int list)
     return 0;
 }
 
-/* A header name as CGI, WSGI, Rack and PHP-FPM see it: case folded, '_'
- * and '-' alike ("Aura_Role" and "Aura-Role" are both HTTP_AURA_ROLE). */
+/* A header name as CGI, WSGI, Rack and PHP-FPM see it: case folded, and
+ * every character that is not a letter or a digit alike ("Aura_Role" and
+ * "Aura-Role" are both HTTP_AURA_ROLE; httpd 2.2's CGI, and stacks built
+ * like it, also turn "Aura.Role" into HTTP_AURA_ROLE). */
 static int fold(char c)
 {
-    return c == '_' ? '-' : apr_tolower(c);
+    return apr_isalnum(c) || !c ? apr_tolower(c) : '-';
 }
 
 /* Whether name, folded, equals want (or starts with it, for a prefix);
