@@ -10,6 +10,7 @@
 #include "aura.h"
 #include "aura_gcra.h"
 #include "aura_limiter.h"
+#include "aura_breaker_fsm.h"
 
 #include "http_log.h"
 #include "apr_shm.h"
@@ -374,6 +375,9 @@ typedef enum {
     AURA_CTR_BREAKER_CLOSED,   /* a probe's success closed a breaker */
     AURA_CTR_ACTOR_LEASE,      /* stage 2 decided from a child's lease */
     AURA_CTR_STREAM_ACK_REFUSED, /* streams aborted: ack subject refused */
+    AURA_CTR_BREAKER_PROBE_RECOVERED, /* a probe lost with its holder
+                                         (dead, or past its deadline)
+                                         taken over */
     AURA_CTR_COUNT
 } aura_counter_e;
 void aura_count(aura_counter_e c);
@@ -400,6 +404,8 @@ apr_uint64_t aura_shm_counter(aura_counter_e c);
 #define AURA_BREAKER_REDIS 0
 #define AURA_BREAKERS      16
 volatile apr_uint64_t *aura_shm_breaker(int i);
+/* Its AURA_BRK_HOLDERS probe holder records (aura_breaker_fsm.h). */
+volatile apr_uint64_t *aura_shm_breaker_holders(int i);
 
 /* Shared flags and timestamps for log-once decisions. */
 typedef enum {
@@ -417,6 +423,8 @@ typedef struct {
     volatile apr_uint64_t key;   /* keyed hash of the target; 0: free */
     volatile apr_uint64_t word;  /* its breaker (aura_breaker_fsm.h) */
     volatile apr_uint64_t used;  /* ms clock of its last request */
+    /* who holds its half-open probes (aura_breaker_fsm.h) */
+    volatile apr_uint64_t holders[AURA_BRK_HOLDERS];
     char name[104];              /* the target, for /health (truncated) */
 } aura_target_slot_t;
 aura_target_slot_t *aura_shm_targets(apr_uint64_t *n);
