@@ -9,6 +9,10 @@
  * line.  A lost CAS retries with the value that beat it, so exactly one
  * caller makes each transition and only that caller reports it.  No
  * locks, no allocation: safe in any process or thread.
+ *
+ * The *_held functions add, on the same discipline, the period check of
+ * the verdicts and the probe holder records (one CAS per record change,
+ * never a lock; the liveness of a holder is the caller's function).
  */
 #include "apr_atomic.h"
 
