@@ -33,7 +33,7 @@ use Apache::Test qw(-withtestmore);
 use Aura::Test qw(private_httpd wait_until t_dir json_body);
 use Aura::Blackhole;
 
-plan tests => 31;
+plan tests => 32;
 
 my $DEADLINE = 1.0;          # AuraDBTimeout
 my $MARGIN = 0.7;            # scheduling, ASan builds
