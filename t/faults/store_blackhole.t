@@ -33,7 +33,7 @@ use Apache::Test qw(-withtestmore);
 use Aura::Test qw(private_httpd wait_until t_dir json_body);
 use Aura::Blackhole;
 
-plan tests => 32;
+plan tests => 34;
 
 my $DEADLINE = 1.0;          # AuraDBTimeout
 my $MARGIN = 0.7;            # scheduling, ASan builds
@@ -54,6 +54,11 @@ AuraBreaker store threshold=3 cooldown=3s
 <VirtualHost 127.0.0.1:__PORT__>
     AuraPlane data
     Include @{[ t_dir() ]}/../conf/aura-routes.conf
+    <Location "/health">
+        SetHandler aura-health
+        AuraHealthDetail On
+        AuraPublic On
+    </Location>
 </VirtualHost>
 CONF
 system("$httpd -k start") == 0 or die 'httpd did not start';
@@ -66,6 +71,10 @@ sub get {
     my $res = $ua->get("http://127.0.0.1:$port/v1/functions/x",
                        apikey => $key);
     return ($res, time - $t0);
+}
+sub store_state {
+    my $res = $ua->get("http://127.0.0.1:$port/health");
+    return ((json_body($res) || {})->{breakers}{store}{state}) // '';
 }
 sub problem_type { (json_body($_[0]) || {})->{type} // '' }
 sub log_text {
@@ -128,6 +137,7 @@ ok(log_count('01200') >= 1, 'connect deadline logged (AURA01200)');
 ok(log_count('01201') >= 1,
    'the pooled connection ran out of time on its query (AURA01201)');
 is(log_count('01202'), 1, 'the key store breaker opened, logged once');
+is(store_state(), 'open', '/health shows the key store breaker open');
 
 # --- breaker open: fail fast, no connection tried ---------------------
 my $accepted1 = $bh->accepted;
@@ -180,6 +190,7 @@ ok(wait_until(15, sub { (get($ANON))[0]->code == 200 }),
 is((get($MONGO))[0]->code, 200, 'back: the proj-mongo key works');
 is((get(fresh_key()))[0]->code, 401, 'back: an unknown key is refused again');
 ok(log_count('01204') >= 1, 'the key store breaker closed (AURA01204)');
+is(store_state(), 'closed', '/health shows it closed');
 unlike(log_text(), qr/password/i, 'no password in the log');
 
 # One message on a NATS subject, straight to the bus.
