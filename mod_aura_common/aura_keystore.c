@@ -213,6 +213,11 @@ static apr_status_t lookup_db(request_rec *r, const char *hash,
     return APR_SUCCESS;
 }
 
+apr_interval_time_t aura_keystore_stale_max(void)
+{
+    return cache_stale;
+}
+
 /* Second of the last "serving stale" line of this child. */
 static volatile apr_uint32_t last_stale_logged;
 #define STALE_LOG_INTERVAL 60

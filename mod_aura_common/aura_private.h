@@ -523,6 +523,9 @@ void aura_keystore_child_init(apr_pool_t *pchild, server_rec *s);
 apr_status_t aura_keystore_lookup(request_rec *r, const char *key,
                                   aura_key_identity_t *id);
 void aura_keystore_invalidate_project(const char *project);
+/* AuraKeyCacheStaleMax: how long past their TTL the store's cached
+ * answers may be used while it cannot answer (0: never). */
+apr_interval_time_t aura_keystore_stale_max(void);
 void aura_keystore_register(void);
 void aura_insert_rotation_filter(request_rec *r);
 void aura_nats_publish_invalidation(request_rec *r, const char *project);

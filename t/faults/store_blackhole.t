@@ -13,8 +13,9 @@
 #   once, with the cooldown left as Retry-After, and no connection is
 #   tried;
 # - keys cached before the outage keep working past their TTL
-#   (AuraKeyCacheTTL 1s), logged once, up to AuraKeyCacheStaleMax (4s)
-#   and not after;
+#   (AuraKeyCacheTTL 1s), logged once, up to AuraKeyCacheStaleMax (6s)
+#   and not after, and so does the /v1/db router's cached topology
+#   (5 s TTL);
 # - a revocation broadcast removes a stale key at once;
 # - once Postgres answers again, the breaker closes by itself.
 use strict;
@@ -33,11 +34,11 @@ use Apache::Test qw(-withtestmore);
 use Aura::Test qw(private_httpd wait_until t_dir json_body);
 use Aura::Blackhole;
 
-plan tests => 34;
+plan tests => 36;
 
 my $DEADLINE = 1.0;          # AuraDBTimeout
 my $MARGIN = 0.7;            # scheduling, ASan builds
-my $STALE = 4;               # AuraKeyCacheStaleMax
+my $STALE = 6;               # AuraKeyCacheStaleMax
 my $ANON = 'ak_test_anon_0123456789abcdef';     # proj-a
 my $MONGO = 'ak_test_mongo_0123456789abcdef';   # proj-mongo
 
@@ -66,9 +67,9 @@ END { system("$httpd -k stop") if -s "$dir/httpd.pid"; $bh->stop if $bh }
 
 my $ua = LWP::UserAgent->new(keep_alive => 0, timeout => 10);
 sub get {
-    my ($key) = @_;
+    my ($key, $path) = @_;
     my $t0 = time;
-    my $res = $ua->get("http://127.0.0.1:$port/v1/functions/x",
+    my $res = $ua->get("http://127.0.0.1:$port" . ($path // '/v1/functions/x'),
                        apikey => $key);
     return ($res, time - $t0);
 }
@@ -94,7 +95,9 @@ ok(wait_until(10, sub { (get($ANON))[0]->header('X-Request-Id') }),
 # --- before: both keys cached (TTL 1 s) ------------------------------
 my ($r1) = get($ANON);
 my ($r2) = get($MONGO);
+my ($r3) = get($MONGO, '/v1/db/todos');
 my $cached_at = time;
+is($r3->code, 200, 'the db router looked up the proj-mongo topology');
 is($r1->code, 200, 'proj-a key served while the store answers');
 is($r2->code, 200, 'proj-mongo key served while the store answers');
 is((get(fresh_key()))[0]->code, 401, 'an unknown key is refused (401)');
@@ -171,6 +174,12 @@ ok(wait_until(3, sub { ($revoked) = get($ANON); $revoked->code == 503 }),
 is(problem_type($revoked), '/problems/store-unavailable',
    'it gets store-unavailable (never let in unchecked)');
 is((get($MONGO))[0]->code, 200, 'the other project\'s key is still served');
+
+# --- the router's topology past its own 5 s TTL -------------------------
+$wait = $cached_at + 5.3 - time;
+sleep $wait if $wait > 0;         # the router's fixed 5 s TTL
+is((get($MONGO, '/v1/db/todos'))[0]->code, 200,
+   'the /v1/db router uses its cached topology past its TTL too');
 
 # --- the bound: AuraKeyCacheStaleMax ----------------------------------
 $wait = $cached_at + 1 + $STALE + 0.3 - time;
