@@ -407,9 +407,9 @@ const char *aura_set_breaker(cmd_parms *cmd, void *dummy, const char *args)
     }
     if (b.service == -2) {
         return apr_psprintf(cmd->pool, "%s: '%s' is not *, postgrest, "
-                            "store or a service (auth | db | storage | functions | "
-                            "realtime | notifications | ai | provisioner | "
-                            "control)", cmd->cmd->name, word);
+                            "store or a service (auth | db | storage | "
+                            "functions | realtime | notifications | ai | "
+                            "provisioner | control)", cmd->cmd->name, word);
     }
     while (*(word = ap_getword_conf(cmd->temp_pool, &args))) {
         apr_interval_time_t t;
