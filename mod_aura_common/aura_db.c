@@ -251,7 +251,9 @@ static void cancel_bounded(PGconn *conn)
             }
         }
     }
-    PQcancelFinish(cc);
+    if (cc) {
+        PQcancelFinish(cc);
+    }
 #else
     (void)conn;
 #endif
