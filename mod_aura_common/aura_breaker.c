@@ -209,13 +209,16 @@ static int process_alive(apr_uint32_t pid, void *baton)
     return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
 }
 
-/* The ms a probe of r may be held: its budget and a margin. */
-static apr_uint32_t hold_ms(request_rec *r)
+/* This process, whose probes may be held for budget and a margin. */
+void aura_breaker_who(aura_breaker_who_t *who, apr_interval_time_t budget)
 {
-    apr_int64_t ms = apr_time_as_msec(aura_route_timeout(aura_dir_conf(r)))
-                     + PROBE_MARGIN_MS;
+    apr_int64_t ms = apr_time_as_msec(budget) + PROBE_MARGIN_MS;
 
-    return ms > 0x7fffffff ? 0x7fffffffU : (apr_uint32_t)ms;
+    who->pid = (apr_uint32_t)getpid();
+    who->hold_ms = ms > 0x7fffffff ? 0x7fffffffU
+                 : ms < PROBE_MARGIN_MS ? PROBE_MARGIN_MS : (apr_uint32_t)ms;
+    who->alive = process_alive;
+    who->baton = NULL;
 }
 
 static void log_took_over(aura_breaker_hold_t *h, apr_uint32_t now)
@@ -244,10 +247,7 @@ static int enter(request_rec *r, volatile apr_uint64_t *word,
     h->holders = holders;
     h->conf = conf;
     h->what = what;
-    who.pid = (apr_uint32_t)getpid();
-    who.hold_ms = hold_ms(r);
-    who.alive = process_alive;
-    who.baton = NULL;
+    aura_breaker_who(&who, aura_route_timeout(aura_dir_conf(r)));
     aura_breaker_acquire_held(word, holders, conf, now, &who, &h->grant);
     log_change(h, h->grant.change);
     if (h->grant.took_over) {

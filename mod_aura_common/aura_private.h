@@ -588,6 +588,10 @@ int aura_breaker_enter_target(request_rec *r, const char *target,
 void aura_breaker_verdict(aura_breaker_hold_t *hold, int success);
 /* The verdict of an HTTP status the upstream answered with. */
 int aura_breaker_status_ok(int status);
+/* Who asks for a probe (aura_breaker_fsm.h): this process, holding it
+ * for at most budget plus a margin, dead when kill(pid, 0) says ESRCH;
+ * for breakers used outside aura_breaker_enter() (the key store's). */
+void aura_breaker_who(aura_breaker_who_t *who, apr_interval_time_t budget);
 void aura_breaker_describe(struct json_t *obj);
 const char *aura_set_breaker(cmd_parms *cmd, void *dummy, const char *args);
 const char *aura_set_retries(cmd_parms *cmd, void *dirv, const char *arg);
