@@ -502,6 +502,7 @@ void aura_breaker_describe(json_t *obj)
     if (aura_db_configured()
         && (word = aura_shm_breaker(AURA_BREAKER_STORE))) {
         json_object_set_new(obj, "store",
-                            state_json(word, NULL));
+                            state_json(word, aura_shm_breaker_holders(
+                                           AURA_BREAKER_STORE)));
     }
 }
