@@ -1213,7 +1213,7 @@ const command_rec aura_cmds[] = {
                   (void *)APR_OFFSETOF(aura_server_conf_t, target_entries),
                   RSRC_CONF,
                   "Dedicated PostgREST targets the shared breaker table "
-                  "tracks at once (128 bytes each)"),
+                  "tracks at once (160 bytes each)"),
     AP_INIT_TAKE1("AuraTargetSweepInterval", aura_set_target_sweep, NULL,
                   RSRC_CONF,
                   "How long a dedicated PostgREST target may stay unused "

@@ -679,10 +679,12 @@ apr_status_t aura_db_query(request_rec *r, aura_db_stmt_e id,
                            const char *const *params, PGresult **out)
 {
     volatile apr_uint64_t *word = aura_shm_breaker(AURA_BREAKER_STORE);
+    volatile apr_uint64_t *holders =
+        aura_shm_breaker_holders(AURA_BREAKER_STORE);
     apr_time_t deadline = apr_time_now() + db_timeout;
-    aura_breaker_change_e change = AURA_BRK_SAME;
-    aura_breaker_ticket_e ticket = AURA_BRK_PASS;
-    apr_uint32_t retry_ms = 0;
+    aura_breaker_change_e change;
+    aura_breaker_grant_t g;
+    aura_breaker_who_t who;
     run_outcome_e how;
 
     *out = NULL;
@@ -690,14 +692,27 @@ apr_status_t aura_db_query(request_rec *r, aura_db_stmt_e id,
         return APR_ENOTIMPL;
     }
     if (word) {
-        ticket = aura_breaker_acquire(word, &store_breaker, now_ms(),
-                                      &change, &retry_ms);
-        log_store_change(r, change);
-        if (ticket == AURA_BRK_DENY) {
+        /* Its probe is recorded with this process: one lost with a
+         * child that dies mid-query is taken over by the next query
+         * (issue #16), not after the probe-timeout. */
+        aura_breaker_who(&who, db_timeout);
+        aura_breaker_acquire_held(word, holders, &store_breaker, now_ms(),
+                                  &who, &g);
+        log_store_change(r, g.change);
+        if (g.took_over) {
+            aura_count(AURA_CTR_BREAKER_PROBE_RECOVERED);
+            ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, AURA_LOGNO(01001)
+                          "key store breaker: the probe held by process %u "
+                          "was lost (the process is gone, or the probe "
+                          "outlived AuraDBTimeout); this query is the "
+                          "probe now", g.lost_pid);
+        }
+        if (g.ticket == AURA_BRK_DENY) {
             apr_table_setn(r->notes, RETRY_NOTE,
                            apr_psprintf(r->pool, "%u",
-                                        retry_ms ? (retry_ms + 999) / 1000
-                                                 : 1));
+                                        g.retry_after_ms
+                                        ? (g.retry_after_ms + 999) / 1000
+                                        : 1));
             return APR_EAGAIN;
         }
     }
@@ -709,11 +724,10 @@ apr_status_t aura_db_query(request_rec *r, aura_db_stmt_e id,
         how = run_once(r, id, params, deadline, out);
     }
     if (word) {
-        change = how == RUN_OK || how == RUN_ANSWERED
-                 ? aura_breaker_success(word, &store_breaker, ticket,
-                                        now_ms())
-                 : aura_breaker_failure(word, &store_breaker, ticket,
-                                        now_ms());
+        change = aura_breaker_verdict_held(word, holders, &store_breaker, &g,
+                                           how == RUN_OK
+                                           || how == RUN_ANSWERED,
+                                           now_ms());
         log_store_change(r, change);
     }
     return how == RUN_OK ? APR_SUCCESS

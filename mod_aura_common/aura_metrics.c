@@ -141,6 +141,9 @@ static void breakers(request_rec *r)
                aura_shm_counter(AURA_CTR_BREAKER_CLOSED));
     counter(r, "aura_breaker_rejections_total", "Requests refused with 503 "
             "breaker-open.", "", aura_shm_counter(AURA_CTR_BREAKER_REJECTED));
+    counter(r, "aura_breaker_probe_recovered_total", "Half-open probes "
+            "taken over from a holder that died or outlived its budget.",
+            "", aura_shm_counter(AURA_CTR_BREAKER_PROBE_RECOVERED));
 }
 
 static void two(request_rec *r, const char *name, const char *type,

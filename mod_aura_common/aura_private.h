@@ -10,6 +10,7 @@
 #include "aura.h"
 #include "aura_gcra.h"
 #include "aura_limiter.h"
+#include "aura_breaker_fsm.h"
 
 #include "http_log.h"
 #include "apr_shm.h"
@@ -379,6 +380,9 @@ typedef enum {
     AURA_CTR_BREAKER_CLOSED,   /* a probe's success closed a breaker */
     AURA_CTR_ACTOR_LEASE,      /* stage 2 decided from a child's lease */
     AURA_CTR_STREAM_ACK_REFUSED, /* streams aborted: ack subject refused */
+    AURA_CTR_BREAKER_PROBE_RECOVERED, /* a probe lost with its holder
+                                         (dead, or past its deadline)
+                                         taken over */
     AURA_CTR_COUNT
 } aura_counter_e;
 void aura_count(aura_counter_e c);
@@ -408,6 +412,8 @@ apr_uint64_t aura_shm_counter(aura_counter_e c);
  * 1 + aura_service_e (aura_db.c checks it at compile time). */
 #define AURA_BREAKER_STORE (AURA_BREAKERS - 1)
 volatile apr_uint64_t *aura_shm_breaker(int i);
+/* Its AURA_BRK_HOLDERS probe holder records (aura_breaker_fsm.h). */
+volatile apr_uint64_t *aura_shm_breaker_holders(int i);
 
 /* Shared flags and timestamps for log-once decisions. */
 typedef enum {
@@ -425,6 +431,8 @@ typedef struct {
     volatile apr_uint64_t key;   /* keyed hash of the target; 0: free */
     volatile apr_uint64_t word;  /* its breaker (aura_breaker_fsm.h) */
     volatile apr_uint64_t used;  /* ms clock of its last request */
+    /* who holds its half-open probes (aura_breaker_fsm.h) */
+    volatile apr_uint64_t holders[AURA_BRK_HOLDERS];
     char name[104];              /* the target, for /health (truncated) */
 } aura_target_slot_t;
 aura_target_slot_t *aura_shm_targets(apr_uint64_t *n);
@@ -580,6 +588,10 @@ int aura_breaker_enter_target(request_rec *r, const char *target,
 void aura_breaker_verdict(aura_breaker_hold_t *hold, int success);
 /* The verdict of an HTTP status the upstream answered with. */
 int aura_breaker_status_ok(int status);
+/* Who asks for a probe (aura_breaker_fsm.h): this process, holding it
+ * for at most budget plus a margin, dead when kill(pid, 0) says ESRCH;
+ * for breakers used outside aura_breaker_enter() (the key store's). */
+void aura_breaker_who(aura_breaker_who_t *who, apr_interval_time_t budget);
 void aura_breaker_describe(struct json_t *obj);
 const char *aura_set_breaker(cmd_parms *cmd, void *dummy, const char *args);
 const char *aura_set_retries(cmd_parms *cmd, void *dirv, const char *arg);

@@ -33,7 +33,8 @@
 /* A change of meaning that no sizeof or offsetof shows (how the bits of
  * a breaker word or a TAT are read) must bump this.  A change of layout
  * needs nothing: the fingerprint below sees it. */
-#define AURA_SHM_ENCODING 1u
+#define AURA_SHM_ENCODING 2u      /* 2: a half-open breaker's since_ms
+                                      is when it went half-open */
 #define AURA_MUTEX_TYPE   "aura-shm"
 /* "-2": the retained data of builds before the fingerprint had another
  * shape; a new key makes such a build's segment a stranger, dropped
@@ -107,6 +108,8 @@ struct aura_shm_header_t {
                                   [AURA_STATUS_CLASSES];
     volatile apr_uint64_t latency[AURA_PLANES][AURA_LATENCY_BUCKETS];
     volatile apr_uint64_t latency_sum_us[AURA_PLANES];
+    /* who holds each breaker's half-open probes (aura_breaker_fsm.h) */
+    volatile apr_uint64_t holders[AURA_BREAKERS][AURA_BRK_HOLDERS];
 };
 
 _Static_assert(sizeof(apr_uint64_t) == 8 && __atomic_always_lock_free(8, 0),
@@ -130,7 +133,7 @@ static const aura_layout_row_t layout_rows[] = {
     M(aura_shm_header_t, target_slots), M(aura_shm_header_t, counters),
     M(aura_shm_header_t, breakers), M(aura_shm_header_t, flags),
     M(aura_shm_header_t, requests), M(aura_shm_header_t, latency),
-    M(aura_shm_header_t, latency_sum_us),
+    M(aura_shm_header_t, latency_sum_us), M(aura_shm_header_t, holders),
     AURA_LAYOUT_STRUCT(aura_shm_jwks_t),
     M(aura_shm_jwks_t, last_refresh), M(aura_shm_jwks_t, version),
     M(aura_shm_jwks_t, len), M(aura_shm_jwks_t, doc),
@@ -142,7 +145,8 @@ static const aura_layout_row_t layout_rows[] = {
     M(aura_limiter_slot_t, key), M(aura_limiter_slot_t, tat),
     AURA_LAYOUT_STRUCT(aura_target_slot_t),
     M(aura_target_slot_t, key), M(aura_target_slot_t, word),
-    M(aura_target_slot_t, used), M(aura_target_slot_t, name),
+    M(aura_target_slot_t, used), M(aura_target_slot_t, holders),
+    M(aura_target_slot_t, name),
 };
 #undef M
 
@@ -183,7 +187,8 @@ static const char *const counter_names[AURA_CTR_COUNT] = {
     "actor_fallback", "redis_errors", "breaker_opened", "breaker_rejected",
     "nats_retries", "nats_no_responders", "nats_timeouts", "http_timeouts",
     "db_nats", "db_http", "db_unresolved", "targets_full",
-    "breaker_half_opened", "breaker_closed", "actor_lease"
+    "breaker_half_opened", "breaker_closed", "actor_lease",
+    "stream_ack_refused", "breaker_probe_recovered"
 };
 
 /* *off += n, 64-byte aligned, refused beyond AURA_SHM_MAX (so never
@@ -330,6 +335,12 @@ aura_target_slot_t *aura_shm_targets(apr_uint64_t *n)
 volatile apr_uint64_t *aura_shm_breaker(int i)
 {
     return shm_base && i >= 0 && i < AURA_BREAKERS ? &shm_base->breakers[i]
+                                                   : NULL;
+}
+
+volatile apr_uint64_t *aura_shm_breaker_holders(int i)
+{
+    return shm_base && i >= 0 && i < AURA_BREAKERS ? shm_base->holders[i]
                                                    : NULL;
 }
 
