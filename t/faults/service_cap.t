@@ -1,0 +1,175 @@
+# Licensed under the Apache License, Version 2.0 (see LICENSE).
+#
+# Issue #16, point 1: one service cannot take every worker.  The test's
+# own responder of the service "ai" (subject aura.test.frozen) is frozen
+# with SIGSTOP; then
+# - more callers than the route's cap (AuraServiceMaxInFlight 3): three
+#   wait, the others get 503 service-saturated at once (Retry-After,
+#   problem+json), are never sent (the responder's execution count), and
+#   meanwhile another service, the management plane and /health of both
+#   planes answer within 1 s; thawed, the three get their replies and
+#   every counter returns to 0;
+# - more callers than the data plane's cap (auto: 70 % of the suite's 20
+#   workers, 14) on a route without a cap of its own: 14 wait, the rest
+#   and every other data-plane service call get 503 service-saturated at
+#   once, while the management plane and /health still answer;
+# - the HTTP path (the test upstream's /slow/MS) honours its route's cap
+#   the same way;
+# - /metrics and the error log say so (AURA00704, once per interval).
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use Test::More import => ['!plan'];
+use Apache::Test qw(-withtestmore);
+use Apache::TestRequest ();
+use Time::HiRes qw(time sleep);
+use LWP::UserAgent;
+use Aura::Test qw(ANON_KEY console_token wait_until error_log_size
+                  error_log_since natsreq new_reqid);
+use Aura::Frozen qw(responder_start freeze thaw callers collect in_flight
+                    timed_get);
+
+plan tests => 38;
+
+Apache::TestRequest::module('aura_data');
+my $data = 'http://' . Apache::TestRequest::hostport();
+Apache::TestRequest::module('aura_mgmt');
+my $mgmt = 'http://' . Apache::TestRequest::hostport();
+my %key = (apikey => ANON_KEY);
+my %console = (Authorization => 'Bearer ' . console_token('user-owner'),
+               'X-Project-Id' => 'proj-a');
+
+sub executed {
+    my ($id) = @_;
+    my ($rc, $out) = natsreq('aura.test.frozen.count', $id);
+    return $rc ? -1 : 0 + $out;
+}
+
+# Each within 1 s, while the frozen service holds its share.
+sub others_answer {
+    my ($what, %o) = @_;
+    my @checks = (
+        ["$data/health", {}, 200, 'data /health'],
+        ["$mgmt/health", {}, 200, 'management /health'],
+        ["$mgmt/v1/functions/echo/m", \%console, 200,
+         'a management-plane service route'],
+        ["$data/v1/functions/echo/d", \%key, $o{data_code} // 200,
+         'another data-plane service'],
+    );
+    for my $c (@checks) {
+        my ($res, $secs) = timed_get($c->[0], %{ $c->[1] });
+        ok($res->code == $c->[2] && $secs < 1,
+           sprintf('%s: %s answers %d within 1 s (%d in %.2f s)', $what,
+                   $c->[3], $c->[2], $res->code, $secs));
+    }
+}
+
+responder_start();
+ok(wait_until(5, sub {
+    (timed_get("$data/v1/test/capped/warm", %key))[0]->code == 200 }),
+   'the responder answers on the capped route before the freeze');
+my $h = in_flight($data);
+is($h->{workers}, 20, 'the instance has 20 workers (auto caps derive '
+                      . 'from them)');
+
+# --- the service's own cap ------------------------------------------------
+my $log_from = error_log_size();
+my $tag = new_reqid('cap');
+freeze();
+my $kids = callers(8, sub { "$data/v1/test/capped/c$_[0]" },
+                   sub { { %key, 'X-Request-Id' => "$tag-$_[0]" } });
+ok(wait_until(5, sub { in_flight($data)->{services}{ai} == 3 }),
+   'three callers wait on the frozen service (its cap)');
+others_answer('service cap');
+is(in_flight($data)->{services}{ai}, 3, 'still three in flight, no more');
+sleep 0.5;
+thaw();
+my @r = collect($kids);
+my @refused = grep { $_->{code} == 503 } @r;
+my @served = grep { $_->{code} == 200 } @r;
+is(scalar @refused, 5, 'five callers past the cap were refused');
+is(scalar @served, 3, 'the three that waited got their replies once thawed');
+is(scalar(grep { $_->{type} eq '/problems/service-saturated' } @refused), 5,
+   'refusals are /problems/service-saturated');
+is(scalar(grep { $_->{ctype} =~ m{^application/problem\+json} } @refused), 5,
+   'as problem+json');
+is(scalar(grep { $_->{retry} eq '1' } @refused), 5, 'with Retry-After: 1');
+is(scalar(grep { $_->{secs} < 2 } @refused), 5,
+   'at once (each under 2 s while the service is frozen)');
+like($refused[0]{detail} // '', qr/service ai/, 'the detail names the service');
+is(join(',', map { executed("$tag-$_->{i}") } @refused), '0,0,0,0,0',
+   'no refused request reached the service');
+is(join(',', map { executed("$tag-$_->{i}") } @served), '1,1,1',
+   'each admitted request ran once');
+ok(wait_until(5, sub {
+    my $f = in_flight($data);
+    $f->{services}{ai} == 0 && $f->{planes}{data} == 0 }),
+   'after the thaw the counters of the service and the plane return to 0');
+my $log = error_log_since($log_from);
+my @lines = $log =~ /(AURA00704: service ai saturated[^\n]*)/g;
+is(scalar @lines, 1, 'the saturation is logged once for the burst');
+
+# --- the data plane's cap (auto, 70 % of 20 = 14) ------------------------
+$tag = new_reqid('plane');
+freeze();
+$kids = callers(17, sub { "$data/v1/test/uncapped/p$_[0]" },
+                sub { { %key, 'X-Request-Id' => "$tag-$_[0]" } });
+ok(wait_until(8, sub { in_flight($data)->{planes}{data} == 14 }),
+   'fourteen callers wait: the data plane holds its cap');
+others_answer('plane cap', data_code => 503);
+my ($res, $secs) = timed_get("$data/v1/functions/echo/d", %key);
+like($res->content, qr{/problems/service-saturated.*data plane}s,
+     'another data-plane service is refused by the plane cap, not sent');
+thaw();
+@r = collect($kids);
+is(scalar(grep { $_->{code} == 503
+                 && $_->{type} eq '/problems/service-saturated'
+                 && $_->{detail} =~ /data plane/ } @r), 3,
+   'three callers past the plane cap: 503 service-saturated (data plane)');
+is(scalar(grep { $_->{code} == 503 && $_->{secs} < 2 } @r), 3,
+   'refused at once');
+is(scalar(grep { $_->{code} == 200 } @r), 14,
+   'the fourteen that waited got their replies');
+ok(wait_until(5, sub { in_flight($data)->{planes}{data} == 0 }),
+   'the data plane counter returns to 0');
+
+# --- the HTTP path --------------------------------------------------------
+$kids = callers(5, sub { "$data/v1/test/cappedhttp/slow/1500/h$_[0]" },
+                sub { \%key });
+ok(wait_until(5, sub { in_flight($data)->{services}{storage} == 2 }),
+   'HTTP route: two requests in flight to the slow upstream (its cap)');
+@r = collect($kids);
+is(scalar(grep { $_->{code} == 200 } @r), 2, 'HTTP route: two served');
+is(scalar(grep { $_->{code} == 503 && $_->{secs} < 1
+                 && $_->{type} eq '/problems/service-saturated' } @r), 3,
+   'HTTP route: three refused at once with service-saturated');
+ok(wait_until(5, sub {
+    my $f = in_flight($data);
+    $f->{services}{storage} == 0 && $f->{planes}{data} == 0 }),
+   'HTTP route: the counters return to 0');
+
+# --- what operators see ---------------------------------------------------
+my $token = do {
+    open(my $fh, '<', $ENV{AURA_TEST_METRICS_TOKEN_FILE}) or die "$!";
+    local $/;
+    my $t = <$fh>;
+    $t =~ s/\s+//g;
+    $t;
+};
+$res = LWP::UserAgent->new->get("$data/metrics",
+                                Authorization => "Bearer $token");
+is($res->code, 200, '/metrics answers');
+my ($sat) = $res->content =~ /^aura_saturated_total\{service="ai"\} (\d+)$/m;
+ok(defined $sat && $sat >= 5, 'aura_saturated_total{service="ai"} counts '
+                              . 'the refusals');
+my ($plane) = $res->content
+    =~ /^aura_saturated_total\{plane="data"\} (\d+)$/m;
+ok(defined $plane && $plane >= 4, 'aura_saturated_total{plane="data"} too');
+like($res->content, qr/^aura_upstream_in_flight\{service="ai"\} 0$/m,
+     'aura_upstream_in_flight{service="ai"} is back to 0');
+$h = in_flight($mgmt);
+ok($h->{refused}{ai} >= 5 && $h->{refused}{data} >= 4,
+   '/health (either plane) reports the refusals by cap');
