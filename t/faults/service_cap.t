@@ -80,7 +80,7 @@ my $log_from = error_log_size();
 my $tag = new_reqid('cap');
 freeze();
 my $kids = callers(8, sub { "$data/v1/test/capped/c$_[0]" },
-                   sub { { %key, 'X-Request-Id' => "$tag-$_[0]" } });
+                   sub { +{ %key, 'X-Request-Id' => "$tag-$_[0]" } });
 ok(wait_until(5, sub { in_flight($data)->{services}{ai} == 3 }),
    'three callers wait on the frozen service (its cap)');
 others_answer('service cap');
@@ -116,7 +116,7 @@ is(scalar @lines, 1, 'the saturation is logged once for the burst');
 $tag = new_reqid('plane');
 freeze();
 $kids = callers(17, sub { "$data/v1/test/uncapped/p$_[0]" },
-                sub { { %key, 'X-Request-Id' => "$tag-$_[0]" } });
+                sub { +{ %key, 'X-Request-Id' => "$tag-$_[0]" } });
 ok(wait_until(8, sub { in_flight($data)->{planes}{data} == 14 }),
    'fourteen callers wait: the data plane holds its cap');
 others_answer('plane cap', data_code => 503);
