@@ -32,7 +32,7 @@ use Aura::Test qw(ANON_KEY console_token wait_until error_log_size
 use Aura::Frozen qw(responder_start freeze thaw callers collect in_flight
                     timed_get);
 
-plan tests => 38;
+plan tests => 47;
 
 Apache::TestRequest::module('aura_data');
 my $data = 'http://' . Apache::TestRequest::hostport();
@@ -62,7 +62,7 @@ sub others_answer {
     for my $c (@checks) {
         my ($res, $secs) = timed_get($c->[0], %{ $c->[1] });
         ok($res->code == $c->[2] && $secs < 1,
-           sprintf('%s: %s answers %d within 1 s (%d in %.2f s)', $what,
+           sprintf('%s: %s answers %d within 1 s (%d in %.3f s)', $what,
                    $c->[3], $c->[2], $res->code, $secs));
     }
 }
@@ -111,6 +111,29 @@ ok(wait_until(5, sub {
 my $log = error_log_since($log_from);
 my @lines = $log =~ /(AURA00704: service ai saturated[^\n]*)/g;
 is(scalar @lines, 1, 'the saturation is logged once for the burst');
+
+# --- the issue's case, with the defaults: 24 callers, 20 workers ---------
+# auto: 50 % of the 20 workers per service (10), 70 % for the data plane.
+$tag = new_reqid('auto');
+freeze();
+$kids = callers(24, sub { "$data/v1/test/autocap/a$_[0]" },
+                sub { +{ %key, 'X-Request-Id' => "$tag-$_[0]" } });
+ok(wait_until(8, sub { in_flight($data)->{services}{ai} == 10 }),
+   'defaults: ten of 24 callers wait on the frozen service');
+others_answer('defaults');
+thaw();
+@r = collect($kids);
+my @sat = grep { $_->{code} == 503
+                 && $_->{type} eq '/problems/service-saturated' } @r;
+my $worst = 0;
+for (@sat) { $worst = $_->{secs} if $_->{secs} > $worst }
+is(scalar @sat, 14, sprintf('defaults: 14 refused with service-saturated '
+                            . '(slowest refusal %.3f s)', $worst));
+ok($worst < 2, 'defaults: every refusal at once');
+is(scalar(grep { $_->{code} == 200 } @r), 10,
+   'defaults: the ten that waited got their replies');
+ok(wait_until(5, sub { in_flight($data)->{planes}{data} == 0 }),
+   'defaults: the counters return to 0');
 
 # --- the data plane's cap (auto, 70 % of 20 = 14) ------------------------
 $tag = new_reqid('plane');
