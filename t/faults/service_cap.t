@@ -1,6 +1,7 @@
 # Licensed under the Apache License, Version 2.0 (see LICENSE).
 #
-# Issue #16, point 1: one service cannot take every worker.  The test's
+# Issue #16, point 1: one service cannot take every worker.  First the
+# issue's own case with the default caps (24 callers, 20 workers).  The test's
 # own responder of the service "ai" (subject aura.test.frozen) is frozen
 # with SIGSTOP; then
 # - more callers than the route's cap (AuraServiceMaxInFlight 3): three
@@ -13,6 +14,8 @@
 #   workers, 14) on a route without a cap of its own: 14 wait, the rest
 #   and every other data-plane service call get 503 service-saturated at
 #   once, while the management plane and /health still answer;
+# - the same on the management plane (auto: 20 %, 4): the data plane and
+#   /health still answer;
 # - the HTTP path (the test upstream's /slow/MS) honours its route's cap
 #   the same way;
 # - /metrics and the error log say so (AURA00704, once per interval).
@@ -32,7 +35,7 @@ use Aura::Test qw(ANON_KEY console_token wait_until error_log_size
 use Aura::Frozen qw(responder_start freeze thaw callers collect in_flight
                     timed_get);
 
-plan tests => 47;
+plan tests => 55;
 
 Apache::TestRequest::module('aura_data');
 my $data = 'http://' . Apache::TestRequest::hostport();
@@ -54,7 +57,7 @@ sub others_answer {
     my @checks = (
         ["$data/health", {}, 200, 'data /health'],
         ["$mgmt/health", {}, 200, 'management /health'],
-        ["$mgmt/v1/functions/echo/m", \%console, 200,
+        ["$mgmt/v1/functions/echo/m", \%console, $o{mgmt_code} // 200,
          'a management-plane service route'],
         ["$data/v1/functions/echo/d", \%key, $o{data_code} // 200,
          'another data-plane service'],
@@ -158,6 +161,22 @@ is(scalar(grep { $_->{code} == 200 } @r), 14,
    'the fourteen that waited got their replies');
 ok(wait_until(5, sub { in_flight($data)->{planes}{data} == 0 }),
    'the data plane counter returns to 0');
+
+# --- the management plane's cap (auto, 20 % of 20 = 4) -------------------
+freeze();
+$kids = callers(6, sub { "$mgmt/v1/test/uncapped/m$_[0]" },
+                sub { \%console });
+ok(wait_until(8, sub { in_flight($mgmt)->{planes}{management} == 4 }),
+   'four management-plane callers wait: the plane holds its cap');
+others_answer('management plane cap', mgmt_code => 503);
+thaw();
+@r = collect($kids);
+is(scalar(grep { $_->{code} == 503 && $_->{secs} < 2
+                 && $_->{detail} =~ /management plane/ } @r), 2,
+   'two management callers past the plane cap: 503 at once');
+is(scalar(grep { $_->{code} == 200 } @r), 4, 'the four that waited: 200');
+ok(wait_until(5, sub { in_flight($mgmt)->{planes}{management} == 0 }),
+   'the management plane counter returns to 0');
 
 # --- the HTTP path --------------------------------------------------------
 $kids = callers(5, sub { "$data/v1/test/cappedhttp/slow/1500/h$_[0]" },
