@@ -110,11 +110,13 @@ my $held = 0;
 $held += $children->{$_} for @holders;
 is($held, 3, 'the children records account for the three ('
              . join(',', map { "$_:$children->{$_}" } @holders) . ')');
+my $t0 = time;
 kill 'KILL', @holders;
-ok(wait_until(5, sub {
+my $back = wait_until(5, sub {
     my $f = in_flight($data);
-    $f->{services}{ai} == 0 && $f->{planes}{data} == 0 }),
-   'the parent gave back the dead children\'s slots within 5 s');
+    $f->{services}{ai} == 0 && $f->{planes}{data} == 0 });
+ok($back, sprintf('the parent gave back the dead children\'s slots within '
+                  . '5 s (%.2f s)', time - $t0));
 is(in_flight($data)->{reclaimed} - $before, 3, 'three reclaimed, counted');
 my $log = error_log_since($log_from);
 is(scalar(grep { $log =~ /AURA00702: child $_ ended holding \d+ in-flight upstream request\(s\) \(reaped\)/ } @holders),
