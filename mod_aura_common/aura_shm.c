@@ -496,6 +496,8 @@ static const char *check_directory(const aura_shm_header_t *h,
            > h->size - h->targets_offset
         || h->cap.procs_offset % 64
         || h->cap.procs_offset < h->targets_offset
+                                 + h->target_slots
+                                   * sizeof(aura_target_slot_t)
         || h->cap.procs_offset > h->size
         || h->cap.procs > CAP_RECORDS_MAX
         || h->cap.procs * sizeof(aura_cap_proc_t)
