@@ -475,7 +475,7 @@ static const char *parse(cmd_parms *cmd, const char *arg, int *v)
 {
     const char *why = aura_cap_parse(arg, v);
 
-    return why ? apr_psprintf(cmd->pool, "%s %s: expected %s",
+    return why ? apr_psprintf(cmd->pool, "%s: '%s' is not %s",
                               cmd->cmd->name, arg, why)
                : NULL;
 }

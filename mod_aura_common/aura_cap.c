@@ -15,6 +15,10 @@
 #include <strings.h>
 #include <errno.h>
 
+#define CAP_FORMS "a number of requests between 1 and 1000000, a " \
+                  "percentage of the workers between 1% and 100%, auto " \
+                  "or off"
+
 const char *aura_cap_parse(const char *arg, int *out)
 {
     char *end;
@@ -29,24 +33,22 @@ const char *aura_cap_parse(const char *arg, int *out)
         return NULL;
     }
     if (!apr_isdigit(*arg)) {
-        return "a number of requests (1-1000000), a percentage of the "
-               "workers (1%-100%), auto or off";
+        return CAP_FORMS;
     }
     errno = 0;
     v = strtol(arg, &end, 10);
     if (errno) {
-        return "a number out of range";
+        return CAP_FORMS;
     }
     if (end[0] == '%' && end[1] == '\0') {
         if (v < 1 || v > 100) {
-            return "a percentage of the workers between 1% and 100%";
+            return CAP_FORMS;
         }
         *out = AURA_CAP_PCT((int)v);
         return NULL;
     }
     if (*end || v < 1 || v > AURA_CAP_MAX) {
-        return "a number of requests between 1 and 1000000 (or a "
-               "percentage, auto, off)";
+        return CAP_FORMS;
     }
     *out = (int)v;
     return NULL;

@@ -18,6 +18,7 @@
 #   /health still answer;
 # - the HTTP path (the test upstream's /slow/MS) honours its route's cap
 #   the same way;
+# - a nested Location inherits the cap of the outer one, or turns it off;
 # - /metrics and the error log say so (AURA00704, once per interval).
 use strict;
 use warnings FATAL => 'all';
@@ -35,7 +36,7 @@ use Aura::Test qw(ANON_KEY console_token wait_until error_log_size
 use Aura::Frozen qw(responder_start freeze thaw callers collect in_flight
                     timed_get);
 
-plan tests => 55;
+plan tests => 63;
 
 Apache::TestRequest::module('aura_data');
 my $data = 'http://' . Apache::TestRequest::hostport();
@@ -177,6 +178,24 @@ is(scalar(grep { $_->{code} == 503 && $_->{secs} < 2
 is(scalar(grep { $_->{code} == 200 } @r), 4, 'the four that waited: 200');
 ok(wait_until(5, sub { in_flight($mgmt)->{planes}{management} == 0 }),
    'the management plane counter returns to 0');
+
+# --- inheritance: a nested Location keeps or overrides the cap -----------
+for my $case (['inner', 2, 2], ['off', 4, 0]) {
+    my ($where, $wait, $refused) = @$case;
+    freeze();
+    $kids = callers(4, sub { "$data/v1/test/capnest/$where/n$_[0]" },
+                    sub { \%key });
+    ok(wait_until(5, sub { in_flight($data)->{services}{ai} == $wait }),
+       "capnest/$where: $wait of 4 wait");
+    sleep 0.3;
+    is(in_flight($data)->{services}{ai}, $wait, "capnest/$where: no more");
+    thaw();
+    @r = collect($kids);
+    is(scalar(grep { $_->{code} == 503 } @r), $refused,
+       "capnest/$where: $refused refused");
+    ok(wait_until(5, sub { in_flight($data)->{services}{ai} == 0 }),
+       "capnest/$where: back to 0");
+}
 
 # --- the HTTP path --------------------------------------------------------
 $kids = callers(5, sub { "$data/v1/test/cappedhttp/slow/1500/h$_[0]" },
