@@ -128,11 +128,15 @@ ok(wait_until(10, sub {
     (timed_get("$data/v1/test/capped/back", %key))[0]->code == 200 }),
    'the service answers again');
 freeze();
+my $r0 = in_flight($data)->{refused}{ai};
 $kids = callers(4, sub { "$data/v1/test/capped/again$_[0]" },
                 sub { \%key });
-ok(wait_until(5, sub { in_flight($data)->{services}{ai} == 3 }),
-   'three slots are free again after the reclaim');
+ok(wait_until(10, sub {
+    my $f = in_flight($data);
+    $f->{services}{ai} == 3 && $f->{refused}{ai} == $r0 + 1 }),
+   'three slots are free again after the reclaim (the fourth refused)');
 thaw();
 my @r = collect($kids);
-is(join(',', sort map { $_->{code} } @r), '200,200,200,503',
+is(join(',', sort map { "$_->{code}$_->{type}" } @r),
+   '200,200,200,503/problems/service-saturated',
    'three served, the fourth refused by the cap');

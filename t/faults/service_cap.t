@@ -71,6 +71,20 @@ sub others_answer {
     }
 }
 
+# Waits until $n requests are in flight on counter $what ("ai", "data"...)
+# and $refused more than $from were refused by its cap: every caller has
+# been decided before the test thaws the service (forked callers can be
+# slow to start, under the sanitizers above all).
+sub settled {
+    my ($base, $what, $n, $from, $refused) = @_;
+    return wait_until(10, sub {
+        my $f = in_flight($base);
+        my $now = $f->{services}{$what} // $f->{planes}{$what};
+        $now == $n && $f->{refused}{$what} - $from == $refused });
+}
+
+sub refused_so_far { in_flight($_[0])->{refused}{$_[1]} }
+
 responder_start();
 ok(wait_until(5, sub {
     (timed_get("$data/v1/test/capped/warm", %key))[0]->code == 200 }),
@@ -83,10 +97,11 @@ is($h->{workers}, 20, 'the instance has 20 workers (auto caps derive '
 my $log_from = error_log_size();
 my $tag = new_reqid('cap');
 freeze();
+my $r0 = refused_so_far($data, 'ai');
 my $kids = callers(8, sub { "$data/v1/test/capped/c$_[0]" },
                    sub { +{ %key, 'X-Request-Id' => "$tag-$_[0]" } });
-ok(wait_until(5, sub { in_flight($data)->{services}{ai} == 3 }),
-   'three callers wait on the frozen service (its cap)');
+ok(settled($data, 'ai', 3, $r0, 5),
+   'three callers wait on the frozen service (its cap), five refused');
 others_answer('service cap');
 is(in_flight($data)->{services}{ai}, 3, 'still three in flight, no more');
 sleep 0.5;
@@ -120,9 +135,10 @@ is(scalar @lines, 1, 'the saturation is logged once for the burst');
 # auto: 50 % of the 20 workers per service (10), 70 % for the data plane.
 $tag = new_reqid('auto');
 freeze();
+$r0 = refused_so_far($data, 'ai');
 $kids = callers(24, sub { "$data/v1/test/autocap/a$_[0]" },
                 sub { +{ %key, 'X-Request-Id' => "$tag-$_[0]" } });
-ok(wait_until(8, sub { in_flight($data)->{services}{ai} == 10 }),
+ok(settled($data, 'ai', 10, $r0, 14),
    'defaults: ten of 24 callers wait on the frozen service');
 others_answer('defaults');
 thaw();
@@ -142,9 +158,10 @@ ok(wait_until(5, sub { in_flight($data)->{planes}{data} == 0 }),
 # --- the data plane's cap (auto, 70 % of 20 = 14) ------------------------
 $tag = new_reqid('plane');
 freeze();
+$r0 = refused_so_far($data, 'data');
 $kids = callers(17, sub { "$data/v1/test/uncapped/p$_[0]" },
                 sub { +{ %key, 'X-Request-Id' => "$tag-$_[0]" } });
-ok(wait_until(8, sub { in_flight($data)->{planes}{data} == 14 }),
+ok(settled($data, 'data', 14, $r0, 3),
    'fourteen callers wait: the data plane holds its cap');
 others_answer('plane cap', data_code => 503);
 my ($res, $secs) = timed_get("$data/v1/functions/echo/d", %key);
@@ -165,9 +182,10 @@ ok(wait_until(5, sub { in_flight($data)->{planes}{data} == 0 }),
 
 # --- the management plane's cap (auto, 20 % of 20 = 4) -------------------
 freeze();
+$r0 = refused_so_far($mgmt, 'management');
 $kids = callers(6, sub { "$mgmt/v1/test/uncapped/m$_[0]" },
                 sub { \%console });
-ok(wait_until(8, sub { in_flight($mgmt)->{planes}{management} == 4 }),
+ok(settled($mgmt, 'management', 4, $r0, 2),
    'four management-plane callers wait: the plane holds its cap');
 others_answer('management plane cap', mgmt_code => 503);
 thaw();
@@ -183,9 +201,10 @@ ok(wait_until(5, sub { in_flight($mgmt)->{planes}{management} == 0 }),
 for my $case (['inner', 2, 2], ['off', 4, 0]) {
     my ($where, $wait, $refused) = @$case;
     freeze();
+    $r0 = refused_so_far($data, 'ai');
     $kids = callers(4, sub { "$data/v1/test/capnest/$where/n$_[0]" },
                     sub { \%key });
-    ok(wait_until(5, sub { in_flight($data)->{services}{ai} == $wait }),
+    ok(settled($data, 'ai', $wait, $r0, $refused),
        "capnest/$where: $wait of 4 wait");
     sleep 0.3;
     is(in_flight($data)->{services}{ai}, $wait, "capnest/$where: no more");
@@ -198,9 +217,10 @@ for my $case (['inner', 2, 2], ['off', 4, 0]) {
 }
 
 # --- the HTTP path --------------------------------------------------------
-$kids = callers(5, sub { "$data/v1/test/cappedhttp/slow/1500/h$_[0]" },
+$r0 = refused_so_far($data, 'storage');
+$kids = callers(5, sub { "$data/v1/test/cappedhttp/slow/3000/h$_[0]" },
                 sub { \%key });
-ok(wait_until(5, sub { in_flight($data)->{services}{storage} == 2 }),
+ok(settled($data, 'storage', 2, $r0, 3),
    'HTTP route: two requests in flight to the slow upstream (its cap)');
 @r = collect($kids);
 is(scalar(grep { $_->{code} == 200 } @r), 2, 'HTTP route: two served');
