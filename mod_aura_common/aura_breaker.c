@@ -392,11 +392,11 @@ void aura_breaker_describe(json_t *obj)
     apr_uint64_t n, i;
     aura_target_slot_t *t = aura_shm_targets(&n);
     json_t *targets = json_object();
+    volatile apr_uint64_t *word;
     int svc;
 
     for (svc = 0; svc < AURA_SVC_COUNT; svc++) {
-        volatile apr_uint64_t *word = service_word(svc);
-
+        word = service_word(svc);
         if (word) {
             json_object_set_new(obj, aura_service_names[svc],
                                 state_json(apr_atomic_read64(word)));
@@ -409,4 +409,10 @@ void aura_breaker_describe(json_t *obj)
         }
     }
     json_object_set_new(obj, "targets", targets);
+    /* The key store's (aura_db.c): not a service, the same word. */
+    if (aura_db_configured()
+        && (word = aura_shm_breaker(AURA_BREAKER_STORE))) {
+        json_object_set_new(obj, "store",
+                            state_json(apr_atomic_read64(word)));
+    }
 }

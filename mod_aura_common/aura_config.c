@@ -57,6 +57,7 @@ void *aura_create_server_conf(apr_pool_t *p, server_rec *s)
     c->db_pool_max = AURA_UNSET;
     c->db_timeout = AURA_UNSET;
     c->key_cache_ttl = AURA_UNSET;
+    c->key_cache_stale = AURA_UNSET;
     c->key_invalidation_subject = NULL;
     c->key_cache_size = AURA_UNSET;
     c->jwt_sources = NULL;
@@ -114,6 +115,8 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     c->db_pool_max = merge_int(base->db_pool_max, add->db_pool_max);
     c->db_timeout = merge_time(base->db_timeout, add->db_timeout);
     c->key_cache_ttl = merge_time(base->key_cache_ttl, add->key_cache_ttl);
+    c->key_cache_stale = merge_time(base->key_cache_stale,
+                                    add->key_cache_stale);
     c->key_invalidation_subject = merge_ptr(base->key_invalidation_subject,
                                             add->key_invalidation_subject);
     c->key_cache_size = merge_int(base->key_cache_size, add->key_cache_size);
@@ -1052,6 +1055,11 @@ const command_rec aura_cmds[] = {
                   (void *)APR_OFFSETOF(aura_server_conf_t, key_cache_ttl),
                   RSRC_CONF,
                   "How long a child trusts a cached key lookup (0: never)"),
+    AP_INIT_TAKE1("AuraKeyCacheStaleMax", set_global_time,
+                  (void *)APR_OFFSETOF(aura_server_conf_t, key_cache_stale),
+                  RSRC_CONF,
+                  "How long past its TTL a cached key lookup is still used "
+                  "while the key store is unavailable (0: never)"),
     AP_INIT_TAKE1("AuraKeyCacheSize", set_key_cache_size, NULL, RSRC_CONF,
                   "Cached key lookups per child process (a power of two)"),
     AP_INIT_TAKE12("AuraJWTKeyFile", set_jwt_key_file, NULL, RSRC_CONF,

@@ -111,13 +111,20 @@ static void breakers(request_rec *r)
     int s;
 
     family(r, "aura_breaker_state", "gauge",
-           "Circuit breaker of each service: 0 closed, 1 open, "
-           "2 half-open.");
+           "Circuit breaker of each service, and of the key store "
+           "(service=\"store\"): 0 closed, 1 open, 2 half-open.");
     for (s = 0; s < AURA_SVC_COUNT; s++) {
         volatile apr_uint64_t *w = aura_shm_breaker(1 + s);
 
         ap_rprintf(r, "aura_breaker_state{service=\"%s\"} %d\n",
                    aura_service_names[s],
+                   w ? (int)aura_breaker_state(apr_atomic_read64(w), NULL,
+                                               NULL) : 0);
+    }
+    if (aura_db_configured()) {
+        volatile apr_uint64_t *w = aura_shm_breaker(AURA_BREAKER_STORE);
+
+        ap_rprintf(r, "aura_breaker_state{service=\"store\"} %d\n",
                    w ? (int)aura_breaker_state(apr_atomic_read64(w), NULL,
                                                NULL) : 0);
     }

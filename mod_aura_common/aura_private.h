@@ -33,6 +33,7 @@ extern module AP_MODULE_DECLARE_DATA aura_common_module;
 #define AURA_DEFAULT_DB_POOL_MAX       8
 #define AURA_DEFAULT_DB_TIMEOUT        apr_time_from_sec(2)
 #define AURA_DEFAULT_KEY_CACHE_TTL     apr_time_from_sec(10)
+#define AURA_DEFAULT_KEY_CACHE_STALE   apr_time_from_sec(300)
 #define AURA_DEFAULT_KEY_CACHE_SIZE    4096
 #define AURA_DEFAULT_KEY_INVALIDATION  "aura.keys.invalidate"
 #define AURA_DEFAULT_CORS_METHODS \
@@ -149,6 +150,7 @@ typedef struct {
     int db_pool_max;
     apr_interval_time_t db_timeout;
     apr_interval_time_t key_cache_ttl;
+    apr_interval_time_t key_cache_stale;   /* AuraKeyCacheStaleMax */
     const char *key_invalidation_subject;  /* AuraKeyInvalidationSubject */
     int key_cache_size;
     apr_array_header_t *jwt_sources;       /* aura_jwt_source_t; NULL unset */
@@ -192,12 +194,15 @@ typedef struct {
 typedef struct {
     int service;                /* aura_service_e, -1 for "*",
                                    AURA_SVC_COUNT for "postgrest" (the
-                                   dedicated targets) */
+                                   dedicated targets),
+                                   AURA_BREAKER_SETTING_STORE for
+                                   "store" (the key store) */
     apr_uint32_t threshold;
     apr_uint32_t cooldown_ms;
     apr_uint32_t probes;
     apr_uint32_t probe_ttl_ms;
 } aura_breaker_setting_t;
+#define AURA_BREAKER_SETTING_STORE (AURA_SVC_COUNT + 1)
 
 #define AURA_DEFAULT_BREAKER_THRESHOLD    5
 #define AURA_DEFAULT_BREAKER_COOLDOWN_MS  30000
@@ -404,6 +409,9 @@ apr_uint64_t aura_shm_counter(aura_counter_e c);
 /* Circuit breaker words (aura_breaker.h), one per protected upstream. */
 #define AURA_BREAKER_REDIS 0
 #define AURA_BREAKERS      16
+/* The key store's (aura_db.c): the last slot, clear of the services'
+ * 1 + aura_service_e (aura_db.c checks it at compile time). */
+#define AURA_BREAKER_STORE (AURA_BREAKERS - 1)
 volatile apr_uint64_t *aura_shm_breaker(int i);
 
 /* Shared flags and timestamps for log-once decisions. */
@@ -499,9 +507,16 @@ int aura_too_large(request_rec *r, apr_int64_t limit);
 struct pg_result;
 void aura_db_child_init(apr_pool_t *pchild, server_rec *s);
 int aura_db_configured(void);
+/* APR_SUCCESS; APR_ENOTIMPL without AuraDBParams; APR_EAGAIN when the
+ * key store's breaker is open (nothing was tried); APR_TIMEUP when no
+ * answer came within AuraDBTimeout (connect, wait or statement);
+ * APR_EGENERAL when Postgres answered with an error. */
 apr_status_t aura_db_query(request_rec *r, aura_db_stmt_e id,
                            const char *const *params,
                            struct pg_result **out);
+/* The Retry-After of a 503 store-unavailable after aura_db_query()
+ * failed for r: the breaker's cooldown left, else "1". */
+const char *aura_db_retry_after(request_rec *r);
 
 /* aura_keystore.c */
 void aura_keystore_child_init(apr_pool_t *pchild, server_rec *s);
@@ -513,6 +528,9 @@ void aura_keystore_child_init(apr_pool_t *pchild, server_rec *s);
 apr_status_t aura_keystore_lookup(request_rec *r, const char *key,
                                   aura_key_identity_t *id);
 void aura_keystore_invalidate_project(const char *project);
+/* AuraKeyCacheStaleMax: how long past their TTL the store's cached
+ * answers may be used while it cannot answer (0: never). */
+apr_interval_time_t aura_keystore_stale_max(void);
 void aura_keystore_register(void);
 void aura_insert_rotation_filter(request_rec *r);
 void aura_nats_publish_invalidation(request_rec *r, const char *project);
