@@ -88,6 +88,7 @@ void *aura_create_server_conf(apr_pool_t *p, server_rec *s)
     c->target_entries = AURA_UNSET;
     c->metrics_token = NULL;
     c->jwt_aud_any = AURA_UNSET;
+    c->plane_max_in_flight = AURA_UNSET;
     return c;
 }
 
@@ -160,6 +161,8 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     c->target_entries = merge_int(base->target_entries, add->target_entries);
     c->metrics_token = merge_ptr(base->metrics_token, add->metrics_token);
     c->jwt_aud_any = merge_int(base->jwt_aud_any, add->jwt_aud_any);
+    c->plane_max_in_flight = merge_int(base->plane_max_in_flight,
+                                       add->plane_max_in_flight);
     return c;
 }
 
@@ -190,6 +193,7 @@ void *aura_create_dir_conf(apr_pool_t *p, char *dir)
     d->stream_max = AURA_UNSET;
     d->token_project_claim = NULL;
     d->stream_ack_prefix = NULL;
+    d->max_in_flight = AURA_UNSET;
     return d;
 }
 
@@ -250,6 +254,7 @@ void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
                                        add->token_project_claim);
     d->stream_ack_prefix = merge_ptr(base->stream_ack_prefix,
                                      add->stream_ack_prefix);
+    d->max_in_flight = merge_int(base->max_in_flight, add->max_in_flight);
     return d;
 }
 
@@ -1222,6 +1227,16 @@ const command_rec aura_cmds[] = {
                   RSRC_CONF | ACCESS_CONF,
                   "Times a request is sent again when no service instance "
                   "listens, within the route's budget"),
+    AP_INIT_TAKE1("AuraServiceMaxInFlight", aura_set_max_in_flight, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "Requests the instance may have in flight at once to the "
+                  "Location's service: a number, a percentage of the "
+                  "workers, auto or off"),
+    AP_INIT_TAKE1("AuraPlaneMaxInFlight", aura_set_plane_max_in_flight, NULL,
+                  RSRC_CONF,
+                  "Upstream requests the instance may have in flight at "
+                  "once from the VirtualHost's plane: a number, a "
+                  "percentage of the workers, auto or off"),
     {NULL}
 };
 

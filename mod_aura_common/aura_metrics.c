@@ -271,6 +271,7 @@ int aura_metrics_handler(request_rec *r)
     traffic(r);
     policy(r);
     breakers(r);
+    aura_cap_metrics(r);
     upstreams(r);
     return OK;
 }

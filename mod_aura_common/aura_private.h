@@ -11,6 +11,7 @@
 #include "aura_gcra.h"
 #include "aura_limiter.h"
 #include "aura_breaker_fsm.h"
+#include "aura_cap.h"
 
 #include "http_log.h"
 #include "apr_shm.h"
@@ -99,6 +100,8 @@ typedef struct {
                                          name or "off"; NULL = unset */
     /* NATS streamed replies: where acknowledgements may go. */
     const char *stream_ack_prefix;          /* AuraStreamAckPrefix */
+    int max_in_flight;                /* AuraServiceMaxInFlight (aura_cap.h
+                                         encoding), AURA_UNSET */
 } aura_dir_conf_t;
 
 /* A stage-1 zone (AuraRateLimitZone), as nginx's limit_req_zone: global,
@@ -184,6 +187,8 @@ typedef struct {
     const char *metrics_token;             /* AuraMetricsTokenFile's */
     int jwt_aud_any;                       /* AuraJWTAudienceMatch any: 1,
                                               all: 0, AURA_UNSET */
+    int plane_max_in_flight;               /* AuraPlaneMaxInFlight
+                                              (aura_cap.h), AURA_UNSET */
 } aura_server_conf_t;
 
 /* One AuraBreaker line; 0 = not set by this line. */
@@ -642,6 +647,54 @@ void aura_headers_arm_upgrade(request_rec *r);
 
 /* aura_natsproxy.c */
 int aura_natsproxy_handler(request_rec *r);
+
+/* ---- in-flight caps (aura_bulkhead.c) --------------------------------
+ * Counters of the requests the whole instance has in flight to each
+ * service and from each plane, in the shared segment, and one record
+ * per child process of what it holds, so that the slots of a child that
+ * died (SIGKILL, a crash) are given back by the parent. */
+#define AURA_CAP_COUNTERS (AURA_SVC_COUNT + AURA_PLANES) /* services, then
+                                                            planes */
+/* "auto": percentages of the instance's workers (MaxRequestWorkers). */
+#define AURA_CAP_AUTO_SERVICE_PCT 50
+#define AURA_CAP_AUTO_DATA_PCT    70
+#define AURA_CAP_AUTO_MGMT_PCT    20
+typedef struct {
+    volatile apr_uint64_t in_flight[AURA_CAP_COUNTERS];
+    volatile apr_uint64_t refused[AURA_CAP_COUNTERS];  /* 503s, by the cap
+                                                          that refused */
+    volatile apr_uint64_t logged[AURA_CAP_COUNTERS];   /* second of the
+                                                          last log line */
+    volatile apr_uint64_t reclaimed;   /* slots given back for the dead */
+    volatile apr_uint64_t unrecorded;  /* children that found no record */
+    apr_uint64_t procs_offset;         /* of the process records */
+    apr_uint64_t procs;                /* their number */
+} aura_cap_shm_t;
+/* One child's holdings.  owner: its pid, 0 free, with AURA_CAP_RECLAIM
+ * set while a reclaim empties it. */
+#define AURA_CAP_RECLAIM (APR_UINT64_C(1) << 62)
+typedef struct {
+    volatile apr_uint64_t owner;
+    volatile apr_uint64_t held[AURA_CAP_COUNTERS];
+} aura_cap_proc_t;
+/* aura_shm.c: the counters, and the records (*n of them). */
+aura_cap_shm_t *aura_shm_cap(aura_cap_proc_t **procs, apr_uint64_t *n);
+typedef struct aura_cap_hold_t aura_cap_hold_t;
+apr_status_t aura_cap_post_config(apr_pool_t *pconf, server_rec *s);
+void aura_cap_child_init(apr_pool_t *pchild, server_rec *s);
+void aura_cap_register(void);
+/* Right before an upstream call: OK with *hold (NULL when no segment),
+ * or 503 service-saturated noted with Retry-After. */
+int aura_cap_enter(request_rec *r, int service, aura_cap_hold_t **hold);
+/* Gives the slots back now (also done by r->pool's cleanup). */
+void aura_cap_leave(aura_cap_hold_t *hold);
+void aura_cap_describe(struct json_t *obj);
+const char *aura_set_max_in_flight(cmd_parms *cmd, void *dirv,
+                                   const char *arg);
+const char *aura_set_plane_max_in_flight(cmd_parms *cmd, void *dummy,
+                                         const char *arg);
+void aura_cap_metrics(request_rec *r);
+/* ---- end of in-flight caps ------------------------------------------- */
 
 /* aura_problem.c */
 void aura_problem_register(void);
