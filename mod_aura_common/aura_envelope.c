@@ -212,6 +212,44 @@ natsStatus aura_envelope_encode(apr_pool_t *p, const char *subject,
     return NATS_OK;
 }
 
+/* RFC 9110 5.1 and 5.5: a field name is a token; a value holds no
+ * control character but HTAB.  nats.c checks neither when it parses a
+ * reply: a header line without a colon runs on into the next one, so a
+ * key can come out as "X\r\nX-Request-Id" (fuzz/fuzz_envelope.c, issue
+ * #15).  Copied into the response, such a field would add a header the
+ * gateway owns or split the response; refused, the reply is a 502. */
+static const unsigned char tchar[256] = {
+    ['0' ... '9'] = 1, ['A' ... 'Z'] = 1, ['a' ... 'z'] = 1,
+    ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1,
+    ['*'] = 1, ['+'] = 1, ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1,
+    ['`'] = 1, ['|'] = 1, ['~'] = 1
+};
+
+static int field_name_ok(const char *s)
+{
+    if (!*s) {
+        return 0;
+    }
+    for (; *s; s++) {
+        if (!tchar[(unsigned char)*s]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int field_value_ok(const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+
+        if ((c < 0x20 && c != '\t') || c == 0x7f) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static apr_status_t copy_reply_header(natsMsg *reply,
                                       const char *key,
                                       const char *connection,
@@ -221,9 +259,20 @@ static apr_status_t copy_reply_header(natsMsg *reply,
     const char **values = NULL;
     int count = 0, j;
 
+    if (!field_name_ok(key)) {
+        *err = "reply header name is not an HTTP token";
+        return APR_EINVAL;
+    }
     if (natsMsgHeader_Values(reply, key, &values, &count) != NATS_OK) {
         *err = "unreadable reply header";
         return APR_EINVAL;
+    }
+    for (j = 0; j < count; j++) {
+        if (!field_value_ok(values[j])) {
+            free((void *)values);
+            *err = "reply header value holds a control character";
+            return APR_EINVAL;
+        }
     }
     if (!strcasecmp(key, AURA_HDR_STATUS)) {
         /* Keys are case-sensitive in nats.c: "Aura-Status" and

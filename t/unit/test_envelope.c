@@ -954,6 +954,45 @@ static const decode_case_t decode_cases[] = {
         NULL, 0,
         APR_EINVAL, 0, { { NULL, NULL } },
     },
+    /* nats.c runs a header line without a colon on into the next one:
+     * the key then holds CR LF and the next header (found by
+     * fuzz/fuzz_envelope.c).  Not HTTP: refused, never copied. */
+    {
+        "header name holding CR LF and a second header", "#15",
+        { { "Aura-Status", "200" }, { "X-A\r\nX-Request-Id", "2" } },
+        NULL, 0,
+        APR_EINVAL, 0, { { NULL, NULL } },
+    },
+    {
+        "header name that is not a token", "#15",
+        { { "Aura-Status", "200" }, { "X-A\xff", "1" } },
+        NULL, 0,
+        APR_EINVAL, 0, { { NULL, NULL } },
+    },
+    {
+        "header name with a space", "#15",
+        { { "Aura-Status", "200" }, { "X A", "1" } },
+        NULL, 0,
+        APR_EINVAL, 0, { { NULL, NULL } },
+    },
+    {
+        "header value holding CR LF", "#15",
+        { { "Aura-Status", "200" }, { "X-A", "1\r\nSet-Cookie: s=1" } },
+        NULL, 0,
+        APR_EINVAL, 0, { { NULL, NULL } },
+    },
+    {
+        "header value holding a control character", "#15",
+        { { "Aura-Status", "200" }, { "X-A", "1\x01" } },
+        NULL, 0,
+        APR_EINVAL, 0, { { NULL, NULL } },
+    },
+    {
+        "header value with a tab and obs-text is kept", "#15",
+        { { "Aura-Status", "200" }, { "X-A", "a\tb \xe9" } },
+        NULL, 0,
+        APR_SUCCESS, 200, { { "X-A", "a\tb \xe9" } },
+    },
 };
 
 typedef struct {
