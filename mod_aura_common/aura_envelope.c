@@ -128,6 +128,46 @@ int aura_envelope_parse_status(const char *value)
     return (status >= 200 && status <= 599) ? status : 0;
 }
 
+/* RFC 9110 5.1 and 5.5: a field name is a token; a value holds no
+ * control character but HTAB.  nats.c checks neither when it parses a
+ * reply: a header line without a colon runs on into the next one, so a
+ * key can come out as "X\r\nX-Request-Id" (fuzz/fuzz_envelope.c, issue
+ * #15).  Copied into the response, such a field would add a header the
+ * gateway owns or split the response; refused, the reply is a 502.  On
+ * the way out the same rule keeps a field another module made up from
+ * ending a NATS header line early (CR, LF) or adding one. */
+static const unsigned char tchar[256] = {
+    ['0' ... '9'] = 1, ['A' ... 'Z'] = 1, ['a' ... 'z'] = 1,
+    ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1,
+    ['*'] = 1, ['+'] = 1, ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1,
+    ['`'] = 1, ['|'] = 1, ['~'] = 1
+};
+
+static int field_name_ok(const char *s)
+{
+    if (!*s) {
+        return 0;
+    }
+    for (; *s; s++) {
+        if (!tchar[(unsigned char)*s]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int field_value_ok(const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+
+        if ((c < 0x20 && c != '\t') || c == 0x7f) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static char *lower_dup(apr_pool_t *p, const char *s)
 {
     char *l = apr_pstrdup(p, s);
@@ -194,10 +234,11 @@ natsStatus aura_envelope_encode(apr_pool_t *p, const char *subject,
     arr = in->headers ? apr_table_elts(in->headers) : NULL;
     e = arr ? (const apr_table_entry_t *)arr->elts : NULL;
     for (i = 0; s == NATS_OK && arr && i < arr->nelts; i++) {
-        /* CR or LF would end the NATS header line early: httpd's parser
-         * never lets one through, another module might. */
+        /* A name that is not a token, or a value with a control
+         * character (CR or LF would end the NATS header line early):
+         * httpd's parser never lets one through, another module might. */
         if (!e[i].key || !e[i].val || !*e[i].val
-            || strpbrk(e[i].val, "\r\n")
+            || !field_name_ok(e[i].key) || !field_value_ok(e[i].val)
             || !aura_envelope_request_header_ok(e[i].key, connection)) {
             continue;
         }
@@ -210,44 +251,6 @@ natsStatus aura_envelope_encode(apr_pool_t *p, const char *subject,
     }
     *out = m;
     return NATS_OK;
-}
-
-/* RFC 9110 5.1 and 5.5: a field name is a token; a value holds no
- * control character but HTAB.  nats.c checks neither when it parses a
- * reply: a header line without a colon runs on into the next one, so a
- * key can come out as "X\r\nX-Request-Id" (fuzz/fuzz_envelope.c, issue
- * #15).  Copied into the response, such a field would add a header the
- * gateway owns or split the response; refused, the reply is a 502. */
-static const unsigned char tchar[256] = {
-    ['0' ... '9'] = 1, ['A' ... 'Z'] = 1, ['a' ... 'z'] = 1,
-    ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1,
-    ['*'] = 1, ['+'] = 1, ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1,
-    ['`'] = 1, ['|'] = 1, ['~'] = 1
-};
-
-static int field_name_ok(const char *s)
-{
-    if (!*s) {
-        return 0;
-    }
-    for (; *s; s++) {
-        if (!tchar[(unsigned char)*s]) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-static int field_value_ok(const char *s)
-{
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-
-        if ((c < 0x20 && c != '\t') || c == 0x7f) {
-            return 0;
-        }
-    }
-    return 1;
 }
 
 static apr_status_t copy_reply_header(natsMsg *reply,

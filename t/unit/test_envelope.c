@@ -520,6 +520,29 @@ static const encode_case_t encode_cases[] = {
         },
         { "x-hop" },
     },
+    {
+        /* Another module may put any bytes in r->headers_in: a name
+         * that is not a token or a value with a control character would
+         * end or add a NATS header line (see fuzz/fuzz_envelope.c). */
+        "fields that are not HTTP are not sent", "#15",
+        "GET", "/f", NULL, "r", "data",
+        {
+            { "X-A\r\nAura-Role", "admin" },
+            { "X A", "1" },
+            { "X-B", "1\r\nAura-Role: admin" },
+            { "X-C", "a\x01b" },
+            { "X-D", "a\tb \xe9" },
+        },
+        {
+            { "Aura-Method", "GET" },
+            { "Aura-Path", "/f" },
+            { "Aura-Request-Id", "r" },
+            { "Aura-Plane", "data" },
+            { "x-d", "a\tb \xe9" },
+        },
+        { "Aura-Role", "aura-role", "x-a\r\naura-role", "x a", "x-b",
+          "x-c" },
+    },
 };
 
 /* Values of key in want, in order; returns how many. */
