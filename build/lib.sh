@@ -16,6 +16,26 @@ aura_free_port() {
          print $s->sockport, "\n";'
 }
 
+# A base port for Apache::Test with the $1 ports from it all free: drawn
+# at random below the ephemeral range, so that two suites started at the
+# same moment (developers' parallel runs) do not both take 8529, which
+# "-port select" would give each of them.
+aura_test_base_port() {
+    perl -MIO::Socket::INET -e '
+        my $n = shift;
+        for (1 .. 200) {
+            my $base = 20000 + 20 * int(rand(1000));
+            my @held;
+            for my $p ($base .. $base + $n - 1) {
+                my $s = IO::Socket::INET->new(Listen => 1,
+                    LocalAddr => "127.0.0.1", LocalPort => $p) or last;
+                push @held, $s;
+            }
+            if (@held == $n) { print "$base\n"; exit 0; }
+        }
+        die "no free range of $n ports\n";' "$1"
+}
+
 # Wait until host:port accepts connections, at most $3 seconds.
 aura_wait_port() {
     perl -MIO::Socket::INET -MTime::HiRes=sleep -e '

@@ -18,6 +18,8 @@
  *   2026-12-02  1.3  aura_limit_ip, aura_limit_actor.
  *   2026-12-02  1.4  AURA_NOTE_ORIGIN, AURA_NOTE_BUDGET (mod_aura_proxy).
  *   2026-12-02  1.5  aura_request_t.trace_id.
+ *   2026-12-03  1.6  aura_request_path_check, aura_request_t.raw_path.
+ *   2026-12-03  1.7  aura_request_t.traceparent, .tracestate.
  */
 #ifndef AURA_H
 #define AURA_H
@@ -33,7 +35,7 @@
  */
 
 #define AURA_API_MAJOR 1
-#define AURA_API_MINOR 5
+#define AURA_API_MINOR 7
 
 /* The export trio, as mod_proxy.h, mod_dbd.h and mod_watchdog.h spell it.
  * The modules are built with -fvisibility=hidden: only what carries
@@ -85,6 +87,18 @@ typedef struct aura_request_t {
     /* 1.5: the W3C trace id (32 hex): the client's when its traceparent
      * was valid, else a new trace's. */
     const char *trace_id;
+    /* 1.6: the path as the client sent it (still percent-encoded, no
+     * query), taken by aura_request_begin before anything rewrites the
+     * request line; NULL for "*" and CONNECT.  Forwarded as Aura-Path;
+     * aura_request_path_check admits it only when its one decoding is
+     * r->uri. */
+    const char *raw_path;
+    /* 1.7: the trace context the gateway forwards on both paths: its own
+     * traceparent (its span as parent), and the client's tracestate when
+     * its traceparent was valid (else NULL).  Kept here because every
+     * client header of these names is dropped before forwarding. */
+    const char *traceparent;
+    const char *tracestate;
 } aura_request_t;
 
 /**
@@ -117,6 +131,20 @@ AURA_DECLARE(const char *) aura_plane_name(aura_plane_e plane);
  */
 AURA_DECLARE(aura_request_t *) aura_request_begin(request_rec *r,
                                                   aura_plane_e plane);
+
+/**
+ * Refuse a raw request path that httpd's normalization would change
+ * (dot-segments, encoded dot-segments, encoded slashes or backslashes,
+ * control characters, invalid escapes, empty segments: aura_path.h), so
+ * that the path every rule decides on is the path a service receives
+ * (docs/envelope.md, "One path").  Call from post_read_request after
+ * aura_request_begin(), and return what it returns.
+ * @param r the request
+ * @return DECLINED when the path is acceptable (or the request is not an
+ *         initial one), HTTP_BAD_REQUEST (problem invalid-request)
+ *         otherwise.
+ */
+AURA_DECLARE(int) aura_request_path_check(request_rec *r);
 
 /**
  * The state made by aura_request_begin() for this request or the request

@@ -14,10 +14,14 @@
  * digits and [._:@+=/-]; anything else becomes '_' (the path is
  * percent-encoded instead).  mod_log_config's own escaping (\xhh) is not
  * JSON, so the values must never need it.  Keys and tokens are never
- * among them: the actor of a key is a prefix of its hash, the request
- * line was redacted at post_read_request.
+ * among them: the actor of a key is a prefix of its hash, the path has
+ * no query.  What mod_log_config prints of the URL itself (%r, %U%q, %q)
+ * goes through aura_redact.c's rule: the request line and the unparsed
+ * URI at post_read_request, the query string (which the service still
+ * needs until then) right before the line is written.
  */
 #include "aura_private.h"
+#include "aura_redact.h"
 
 #include "apr_lib.h"
 #include "apr_strings.h"
@@ -297,5 +301,41 @@ int aura_log_transaction(request_rec *r)
     /* The metrics count what the access log logs: once per request. */
     aura_shm_record(rq->plane, aura_dir_conf(r)->service, r->status,
                     apr_time_now() - rq->start);
+    return DECLINED;
+}
+
+void aura_redact_request(request_rec *r)
+{
+    r->the_request = (char *)aura_redact_request_line(r->pool,
+                                                      r->the_request);
+    r->unparsed_uri = (char *)aura_redact_uri(r->pool, r->unparsed_uri);
+}
+
+/* Before mod_log_config (ordered so): every request of the chain, since
+ * %<q and %>q print the original's or the last one's, and an internal
+ * redirect keeps the client's query in REDIRECT_QUERY_STRING.  Also for
+ * a request refused before post_read_request (a malformed header):
+ * httpd logs it too.  Only on a plane: other VirtualHosts keep their
+ * logs as they were. */
+int aura_redact_log_transaction(request_rec *r)
+{
+    if (aura_server_plane(r->server) == AURA_PLANE_NONE) {
+        return DECLINED;
+    }
+    while (r->prev) {
+        r = r->prev;
+    }
+    for (; r; r = r->next) {
+        const char *rqs;
+
+        aura_redact_request(r);
+        r->args = (char *)aura_redact_query(r->pool, r->args);
+        r->parsed_uri.query = r->args;
+        rqs = apr_table_get(r->subprocess_env, "REDIRECT_QUERY_STRING");
+        if (rqs) {
+            apr_table_setn(r->subprocess_env, "REDIRECT_QUERY_STRING",
+                           aura_redact_query(r->pool, rqs));
+        }
+    }
     return DECLINED;
 }

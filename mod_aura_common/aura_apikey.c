@@ -3,8 +3,8 @@
  * aura_apikey.c: API key parsing.  Keys are opaque, high-entropy strings;
  * the store holds only their SHA-256 (no salt needed for random keys, and
  * equality lookup stays possible).  A key in the query string is taken
- * out of it before anything logs or forwards the query, and the request
- * line is redacted: mod_log_config prints r->the_request as it is.
+ * out of it before anything logs or forwards the query; the request line
+ * is redacted by aura_redact.c's rule, which hides every look-alike.
  */
 #include "aura_apikey.h"
 
@@ -163,39 +163,4 @@ apr_status_t aura_apikey_from_query(apr_pool_t *p, const char *args,
         *rest = kept_len ? kept : NULL;
     }
     return APR_SUCCESS;
-}
-
-const char *aura_apikey_redact(apr_pool_t *p, const char *s)
-{
-    static const char mark[] = AURA_APIKEY_PARAM "=";
-    const char *hit, *from;
-    char *out;
-    apr_size_t olen = 0;
-
-    if (!s || !strstr(s, mark)) {
-        return s;
-    }
-    /* Each redaction only shortens or keeps short values: "REDACTED" is
-     * 8 bytes, so size for the worst case of every value growing. */
-    out = apr_palloc(p, strlen(s) * 2 + 16);
-    from = s;
-    while ((hit = strstr(from, mark)) != NULL) {
-        const char *v = hit + sizeof(mark) - 1;
-        apr_size_t vlen = strcspn(v, "& #");
-
-        /* Only a parameter: right after '?' or '&'. */
-        if (hit == s || (hit[-1] != '?' && hit[-1] != '&')) {
-            memcpy(out + olen, from, (apr_size_t)(v - from));
-            olen += v - from;
-            from = v;
-            continue;
-        }
-        memcpy(out + olen, from, (apr_size_t)(v - from));
-        olen += v - from;
-        memcpy(out + olen, "REDACTED", 8);
-        olen += 8;
-        from = v + vlen;
-    }
-    strcpy(out + olen, from);
-    return out;
 }

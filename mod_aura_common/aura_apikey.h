@@ -42,11 +42,4 @@ void aura_apikey_hash(const char *key, char out[65]);
 apr_status_t aura_apikey_from_query(apr_pool_t *p, const char *args,
                                     const char **key, const char **rest);
 
-/**
- * Replace the value of every apikey query parameter in a request line or
- * URI with "REDACTED", so no key reaches a log line.
- * @return s itself when there is nothing to redact, else a pool copy
- */
-const char *aura_apikey_redact(apr_pool_t *p, const char *s);
-
 #endif /* AURA_APIKEY_H */

@@ -10,10 +10,10 @@
  */
 #include "aura_private.h"
 #include "aura_apikey.h"
+#include "aura_identity.h"
 
 #include "http_protocol.h"
 #include "apr_strings.h"
-#include "apr_lib.h"
 
 #include <libpq-fe.h>
 
@@ -28,11 +28,16 @@ AURA_DECLARE(int) aura_route_streaming(request_rec *r)
 }
 
 /* From post_read_request, on every plane: the key leaves the query
- * string and the request line before anything can log or forward them. */
+ * string, and the request line and the unparsed URI lose every
+ * credential-looking value (aura_redact.c), before anything can log or
+ * forward them.  The rest of r->args is forwarded as it came (a
+ * password-reset token is the auth service's business) and is hidden
+ * only when the request is logged (aura_redact_log_transaction). */
 void aura_take_query_key(request_rec *r, aura_request_t *rq)
 {
     const char *key = NULL, *rest = r->args;
 
+    aura_redact_request(r);
     if (!r->args || !ap_strstr_c(r->args, AURA_APIKEY_PARAM)) {
         return;
     }
@@ -45,8 +50,6 @@ void aura_take_query_key(request_rec *r, aura_request_t *rq)
     rq->query_key = key;
     r->args = (char *)rest;
     r->parsed_uri.query = (char *)rest;
-    r->the_request = (char *)aura_apikey_redact(r->pool, r->the_request);
-    r->unparsed_uri = (char *)aura_apikey_redact(r->pool, r->unparsed_uri);
 }
 
 static int refuse(request_rec *r, int status, const char *type,
@@ -54,6 +57,34 @@ static int refuse(request_rec *r, int status, const char *type,
 {
     aura_problem_note(r, type, detail);
     return status;
+}
+
+/* A service_role key in the URL is refused wherever it comes, even
+ * next to a header key that would have been used instead: the key has
+ * leaked into logs and Referers, and only a refusal (and the warning)
+ * tells its owner to rotate it.  Looked up only when well-formed (junk
+ * costs nothing); an unknown or ordinary query key next to a header key
+ * is left alone, as before.  OK, or the refusal's status. */
+static int refuse_url_service_key(request_rec *r,
+                                  const aura_key_identity_t *id)
+{
+    ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, AURA_LOGNO(00042)
+                  "service_role key of project %s sent in a URL: "
+                  "refused (%s); rotate it", id->project, id->actor);
+    return refuse(r, HTTP_UNAUTHORIZED, "key-not-allowed-in-query",
+                  "a service_role key is never accepted in a URL");
+}
+
+static int refuse_service_key_in_query(request_rec *r, const char *qkey)
+{
+    aura_key_identity_t qid;
+
+    if (!aura_apikey_well_formed(qkey)
+        || aura_keystore_lookup(r, qkey, &qid) != APR_SUCCESS
+        || strcmp(qid.key_role, "service_role")) {
+        return OK;
+    }
+    return refuse_url_service_key(r, &qid);
 }
 
 AURA_DECLARE(int) aura_auth_apikey(request_rec *r, int allow_query)
@@ -74,6 +105,13 @@ AURA_DECLARE(int) aura_auth_apikey(request_rec *r, int allow_query)
                       "apikey and X-API-Key disagree");
     }
     key = key ? key : alt;
+    if (key && rq->query_key) {
+        int rc = refuse_service_key_in_query(r, rq->query_key);
+
+        if (rc != OK) {
+            return rc;
+        }
+    }
     if (!key && rq->query_key) {
         if (!allow_query) {
             ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, AURA_LOGNO(00040)
@@ -101,17 +139,19 @@ AURA_DECLARE(int) aura_auth_apikey(request_rec *r, int allow_query)
         return refuse(r, HTTP_UNAUTHORIZED, "invalid-key",
                       "the API key is not valid");
     }
+    if (rv == APR_EINVAL) {
+        /* The row is unusable (logged by the key store): to the client,
+         * the key does not work, as if unknown. */
+        return refuse(r, HTTP_UNAUTHORIZED, "invalid-key",
+                      "the API key is not valid");
+    }
     if (rv != APR_SUCCESS) {
         apr_table_setn(r->err_headers_out, "Retry-After", "1");
         return refuse(r, HTTP_SERVICE_UNAVAILABLE, "store-unavailable",
                       "the key store is unavailable");
     }
     if (from_query && !strcmp(id.key_role, "service_role")) {
-        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, AURA_LOGNO(00042)
-                      "service_role key of project %s sent in a URL: "
-                      "refused (%s); rotate it", id.project, id.actor);
-        return refuse(r, HTTP_UNAUTHORIZED, "key-not-allowed-in-query",
-                      "a service_role key is never accepted in a URL");
+        return refuse_url_service_key(r, &id);
     }
     rq->project = id.project;
     rq->org = id.org;
@@ -141,11 +181,6 @@ static int role_rank(const char *role)
     return 0;
 }
 
-static int id_char(char c)
-{
-    return apr_isalnum(c) || c == '-' || c == '_' || c == '.';
-}
-
 /* The id that follows prefix in the (decoded) path, up to the next '/'. */
 static const char *path_id(request_rec *r, const char *prefix)
 {
@@ -162,16 +197,12 @@ static const char *path_id(request_rec *r, const char *prefix)
     return n ? apr_pstrndup(r->pool, s, n) : NULL;
 }
 
+/* The same rule as the key store's ids (aura_identity.h): what the
+ * data plane would accept as Aura-Project, the management plane accepts
+ * as a project or org named in a request. */
 static int id_ok(const char *id)
 {
-    apr_size_t n;
-
-    for (n = 0; id && id[n]; n++) {
-        if (n >= 64 || !id_char(id[n])) {
-            return 0;
-        }
-    }
-    return id && n > 0;
+    return aura_identity_id_ok(id, AURA_ID_MAX);
 }
 
 /* The organization role of user in the org or the project's org; the

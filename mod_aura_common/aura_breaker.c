@@ -275,6 +275,34 @@ static aura_target_slot_t *target_slot(request_rec *r, const char *target)
     return NULL;
 }
 
+/* Walk the whole table: every key within PROBE_RUN of the slot its hash
+ * picks (target_slot() never puts one further), every name terminated,
+ * a power of two of slots.  Atomic loads, no lock: a snapshot. */
+const char *aura_breaker_validate_targets(aura_target_slot_t *t,
+                                          apr_uint64_t n, apr_pool_t *p)
+{
+    apr_uint64_t i;
+
+    if (!n || (n & (n - 1))) {
+        return apr_psprintf(p, "the target table has %" APR_UINT64_T_FMT
+                            " slots", n);
+    }
+    for (i = 0; i < n; i++) {
+        apr_uint64_t key = apr_atomic_read64(&t[i].key);
+
+        if (key && ((i - (key & (n - 1))) & (n - 1)) >= PROBE_RUN) {
+            return apr_psprintf(p, "target slot %" APR_UINT64_T_FMT " holds "
+                                "a key %" APR_UINT64_T_FMT " slots from its "
+                                "home", i, (i - (key & (n - 1))) & (n - 1));
+        }
+        if (!memchr(t[i].name, '\0', sizeof(t[i].name))) {
+            return apr_psprintf(p, "target slot %" APR_UINT64_T_FMT ": its "
+                                "name is not terminated", i);
+        }
+    }
+    return NULL;
+}
+
 int aura_breaker_enter_target(request_rec *r, const char *target,
                               aura_breaker_hold_t **out)
 {

@@ -7,6 +7,8 @@
  * level.  No directive is allowed in .htaccess.
  */
 #include "aura_private.h"
+#include "aura_origin.h"
+#include "aura_subject.h"
 #include "aura_jwt.h"
 
 #include "http_core.h"
@@ -84,6 +86,7 @@ void *aura_create_server_conf(apr_pool_t *p, server_rec *s)
     c->target_sweep = AURA_UNSET;
     c->target_entries = AURA_UNSET;
     c->metrics_token = NULL;
+    c->jwt_aud_any = AURA_UNSET;
     return c;
 }
 
@@ -153,6 +156,7 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     c->target_sweep = merge_time(base->target_sweep, add->target_sweep);
     c->target_entries = merge_int(base->target_entries, add->target_entries);
     c->metrics_token = merge_ptr(base->metrics_token, add->metrics_token);
+    c->jwt_aud_any = merge_int(base->jwt_aud_any, add->jwt_aud_any);
     return c;
 }
 
@@ -181,6 +185,8 @@ void *aura_create_dir_conf(apr_pool_t *p, char *dir)
     d->stream_idle = AURA_UNSET;
     d->stream_first_byte = AURA_UNSET;
     d->stream_max = AURA_UNSET;
+    d->token_project_claim = NULL;
+    d->stream_ack_prefix = NULL;
     return d;
 }
 
@@ -237,6 +243,10 @@ void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     d->stream_first_byte = merge_time(base->stream_first_byte,
                                       add->stream_first_byte);
     d->stream_max = merge_time(base->stream_max, add->stream_max);
+    d->token_project_claim = merge_ptr(base->token_project_claim,
+                                       add->token_project_claim);
+    d->stream_ack_prefix = merge_ptr(base->stream_ack_prefix,
+                                     add->stream_ack_prefix);
     return d;
 }
 
@@ -569,6 +579,21 @@ static const char *set_stream_time(cmd_parms *cmd, void *dirv,
                                apr_time_from_sec(7 * 86400), field);
 }
 
+/* A subject prefix ending at a token boundary: acknowledgements go only
+ * under it (aura_subject.c). */
+static const char *set_stream_ack_prefix(cmd_parms *cmd, void *dirv,
+                                         const char *arg)
+{
+    if (!aura_subject_ack_prefix_ok(arg)) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not a NATS subject "
+                            "prefix (tokens, no spaces or wildcards, "
+                            "ending in '.', e.g. _INBOX. or acks.storage.)",
+                            cmd->cmd->name, arg);
+    }
+    ((aura_dir_conf_t *)dirv)->stream_ack_prefix = arg;
+    return NULL;
+}
+
 /* The router may send requests to PostgREST over HTTP: like an http(s)
  * AuraService, it needs the proxy modules (check_config). */
 static const char *set_db_router(cmd_parms *cmd, void *dirv, int on)
@@ -866,6 +891,47 @@ static const char *set_server_string(cmd_parms *cmd, void *dummy,
     return NULL;
 }
 
+static const char *set_jwt_aud_match(cmd_parms *cmd, void *dummy,
+                                     const char *arg)
+{
+    aura_server_conf_t *c = aura_cmd_server_conf(cmd);
+
+    (void)dummy;
+    if (!strcasecmp(arg, "all")) {
+        c->jwt_aud_any = 0;
+    }
+    else if (!strcasecmp(arg, "any")) {
+        c->jwt_aud_any = 1;
+    }
+    else {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not all or any",
+                            cmd->cmd->name, arg);
+    }
+    return NULL;
+}
+
+/* A claim name: printable ASCII without spaces or quotes, so that it
+ * can be named in logs and docs as it is; "off" turns the check off. */
+static const char *set_token_project_claim(cmd_parms *cmd, void *dirv,
+                                           const char *arg)
+{
+    aura_dir_conf_t *d = dirv;
+    const char *s;
+
+    for (s = arg; *s; s++) {
+        if (*s <= ' ' || *s > '~' || *s == '"' || *s == '\\') {
+            break;
+        }
+    }
+    if (!*arg || *s || strlen(arg) > 64) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not a claim name (1 to "
+                            "64 printable characters, no space or quote) "
+                            "or off", cmd->cmd->name, arg);
+    }
+    d->token_project_claim = strcasecmp(arg, "off") ? arg : "off";
+    return NULL;
+}
+
 static const char *set_jwt_max_len(cmd_parms *cmd, void *dummy,
                                    const char *arg)
 {
@@ -874,11 +940,14 @@ static const char *set_jwt_max_len(cmd_parms *cmd, void *dummy,
                      &aura_cmd_server_conf(cmd)->jwt_max_len);
 }
 
+/* Each origin exactly as a browser sends it (aura_origin.c): a value no
+ * Origin header can ever equal would allow nothing while looking as if
+ * it allowed something, so it stops the start. */
 static const char *set_cors_origin(cmd_parms *cmd, void *dummy,
                                    const char *arg)
 {
     aura_server_conf_t *c = aura_cmd_server_conf(cmd);
-    apr_uri_t uri;
+    const char *origin, *why;
 
     (void)dummy;
     if (!c->cors_origins) {
@@ -890,17 +959,17 @@ static const char *set_cors_origin(cmd_parms *cmd, void *dummy,
         c->cors_star_at = apr_psprintf(cmd->pool, "%s:%d",
                                        cmd->directive->filename,
                                        cmd->directive->line_num);
+        origin = arg;
     }
-    else if (apr_uri_parse(cmd->pool, arg, &uri) != APR_SUCCESS
-             || !uri.scheme || !uri.hostname
-             || (strcasecmp(uri.scheme, "https")
-                 && strcasecmp(uri.scheme, "http"))
-             || (uri.path && strcmp(uri.path, "")) || uri.query) {
-        return apr_psprintf(cmd->pool, "%s: '%s' is not an origin "
-                            "(scheme://host[:port], no path)",
-                            cmd->cmd->name, arg);
+    else if (aura_origin_parse(cmd->pool, arg, &origin, &why)
+             != APR_SUCCESS) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not an origin: %s "
+                            "(accepted: http:// or https://, a host, and "
+                            "an optional port 1-65535 that is not the "
+                            "default; nothing after it)",
+                            cmd->cmd->name, arg, why);
     }
-    APR_ARRAY_PUSH(c->cors_origins, const char *) = arg;
+    APR_ARRAY_PUSH(c->cors_origins, const char *) = origin;
     return NULL;
 }
 
@@ -1001,6 +1070,14 @@ const command_rec aura_cmds[] = {
     AP_INIT_TAKE1("AuraJWTAudience", set_server_string,
                   (void *)APR_OFFSETOF(aura_server_conf_t, jwt_audience),
                   RSRC_CONF, "The aud a bearer token must carry"),
+    AP_INIT_TAKE1("AuraJWTAudienceMatch", set_jwt_aud_match, NULL,
+                  RSRC_CONF,
+                  "Whether every audience of a token's aud array must be "
+                  "AuraJWTAudience (all) or one of them (any)"),
+    AP_INIT_TAKE1("AuraTokenProjectClaim", set_token_project_claim, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "The claim a data-plane bearer token names the API "
+                  "key's project in, or off"),
     AP_INIT_TAKE1("AuraJWTMaxLength", set_jwt_max_len, NULL, RSRC_CONF,
                   "Longest bearer token accepted, in bytes"),
     AP_INIT_TAKE1("AuraJWKSRefreshInterval", set_server_time,
@@ -1048,10 +1125,11 @@ const command_rec aura_cmds[] = {
     AP_INIT_TAKE2("AuraSecurityHeader", set_security_header, NULL,
                   RSRC_CONF | ACCESS_CONF,
                   "Value of a security header on every response, or off"),
-    AP_INIT_TAKE23("AuraRateLimitZone", aura_set_rate_limit_zone, NULL,
-                   RSRC_CONF,
-                   "A per-address limit (before authentication): name, "
-                   "rate=<n>r/s or r/m, burst=<n>"),
+    AP_INIT_RAW_ARGS("AuraRateLimitZone", aura_set_rate_limit_zone, NULL,
+                     RSRC_CONF,
+                     "A per-address limit (before authentication) with a "
+                     "table of its own: name, rate=<n>r/s or r/m, "
+                     "burst=<n>, entries=<n>"),
     AP_INIT_TAKE1("AuraRateLimit", aura_set_rate_limit, NULL,
                   RSRC_CONF | ACCESS_CONF,
                   "The AuraRateLimitZone of this VirtualHost or Location, "
@@ -1059,8 +1137,8 @@ const command_rec aura_cmds[] = {
     AP_INIT_TAKE1("AuraRateLimitEntries", aura_set_limit_int,
                   (void *)APR_OFFSETOF(aura_server_conf_t, limiter_entries),
                   RSRC_CONF,
-                  "Client addresses the shared limiter table tracks at "
-                  "once (16 bytes each)"),
+                  "Client addresses each rate-limit table tracks at "
+                  "once (16 bytes each), unless its zone says entries="),
     AP_INIT_TAKE1("AuraRateLimitIPv6Prefix", aura_set_limit_int,
                   (void *)APR_OFFSETOF(aura_server_conf_t, ipv6_prefix),
                   RSRC_CONF,
@@ -1115,6 +1193,10 @@ const command_rec aura_cmds[] = {
                   RSRC_CONF | ACCESS_CONF,
                   "Streaming HTTP routes: longest a streamed response may "
                   "last (not WebSocket tunnels)"),
+    AP_INIT_TAKE1("AuraStreamAckPrefix", set_stream_ack_prefix, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "Streamed NATS replies: the subject prefix under which "
+                  "the gateway publishes acknowledgements and cancels"),
     AP_INIT_TAKE1("AuraMetricsTokenFile", aura_set_metrics_token, NULL,
                   RSRC_CONF,
                   "File holding the bearer token /metrics (SetHandler "

@@ -56,9 +56,45 @@ static int in_list(const char *name, apr_size_t len, int list)
     return 0;
 }
 
+/* A header name as CGI, WSGI, Rack and PHP-FPM see it: case folded, and
+ * every character that is not a letter or a digit alike ("Aura_Role" and
+ * "Aura-Role" are both HTTP_AURA_ROLE; httpd 2.2's CGI, and stacks built
+ * like it, also turn "Aura.Role" into HTTP_AURA_ROLE). */
+static int fold(char c)
+{
+    return apr_isalnum(c) || !c ? apr_tolower(c) : '-';
+}
+
+/* Whether name, folded, equals want (or starts with it, for a prefix);
+ * want is in folded form. */
+static int folded_match(const char *name, const char *want, int prefix)
+{
+    for (; *want; name++, want++) {
+        if (fold(*name) != *want) {
+            return 0;       /* also at the end of name */
+        }
+    }
+    return prefix || !*name;
+}
+
+/* The one namespace rule (DESIGN.md section 9).  The first character
+ * picks the candidates, so a typical name costs one comparison. */
 int aura_envelope_own_header(const char *name)
 {
-    return (name[0] == 'a' || name[0] == 'A') && !strncasecmp(name, "aura-", 5);
+    if (!name) {
+        return 0;
+    }
+    switch (fold(name[0])) {
+    case 'a':
+        return folded_match(name, "aura-", 1);
+    case 'x':
+        return folded_match(name, "x-request-id", 0);
+    case 't':
+        return folded_match(name, "traceparent", 0)
+               || folded_match(name, "tracestate", 0);
+    default:
+        return 0;
+    }
 }
 
 /* Is name one of the comma-separated tokens of a Connection header? */
@@ -113,6 +149,58 @@ int aura_envelope_reply_header_ok(const char *name)
     }
     return !(aura_envelope_own_header(name)
              || in_list(name, strlen(name), NEVER_EITHER));
+}
+
+/* Whether name (len bytes, not terminated) is one of list, any case. */
+static int listed(const char *name, apr_size_t len, const char *const *list)
+{
+    for (; list && *list; list++) {
+        if (strlen(*list) == len && !strncasecmp(name, *list, len)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+char *aura_envelope_upgrade_head(apr_pool_t *p, const char *head,
+                                 apr_size_t len, const char *lines,
+                                 const char *const *replaced,
+                                 apr_size_t *out_len)
+{
+    const char *s = head, *end = head + len;
+    apr_size_t lines_len = strlen(lines);
+    char *out, *o;
+    int first = 1;
+
+    if (len < 13 || strncmp(head, "HTTP/1.1 101 ", 13)) {
+        *out_len = len;
+        return apr_pmemdup(p, head, len);
+    }
+    o = out = apr_palloc(p, len + lines_len + 2);
+    while (s < end) {
+        const char *eol = memchr(s, '\n', end - s);
+        apr_size_t n = eol ? (apr_size_t)(eol - s) + 1
+                           : (apr_size_t)(end - s);
+        const char *colon = memchr(s, ':', n);
+        char *name;
+
+        if (!first && (*s == '\r' || *s == '\n')) {
+            break;                              /* the blank line */
+        }
+        name = colon ? apr_pstrmemdup(p, s, colon - s) : NULL;
+        if (first || !name || !(aura_envelope_own_header(name)
+                                || listed(name, colon - s, replaced))) {
+            memcpy(o, s, n);
+            o += n;
+        }
+        first = 0;
+        s += n;
+    }
+    memcpy(o, lines, lines_len);
+    o += lines_len;
+    memcpy(o, "\r\n", 2);
+    *out_len = (apr_size_t)(o + 2 - out);
+    return out;
 }
 
 int aura_envelope_parse_status(const char *value)
@@ -213,6 +301,8 @@ natsStatus aura_envelope_encode(apr_pool_t *p, const char *subject,
         { AURA_HDR_ROLE, in->role },
         { AURA_HDR_KEY_ROLE, in->key_role },
         { AURA_HDR_ACTOR, in->actor },
+        { AURA_HDR_TRACEPARENT, in->traceparent },
+        { AURA_HDR_TRACESTATE, in->tracestate },
     };
 
     *out = NULL;

@@ -25,6 +25,10 @@
 #define AURA_HDR_ROLE       "Aura-Role"
 #define AURA_HDR_KEY_ROLE   "Aura-Key-Role"
 #define AURA_HDR_ACTOR      "Aura-Actor"
+/* W3C trace context, as the gateway sets it (lower case, as W3C and the
+ * forwarded client headers spell it). */
+#define AURA_HDR_TRACEPARENT "traceparent"
+#define AURA_HDR_TRACESTATE  "tracestate"
 
 /** One HTTP request as it goes onto NATS. */
 typedef struct {
@@ -43,6 +47,9 @@ typedef struct {
     const char *role;
     const char *key_role;
     const char *actor;
+    /* The trace context the gateway forwards (NULL: not sent). */
+    const char *traceparent;
+    const char *tracestate;
 } aura_envelope_req_t;
 
 /** One NATS reply as it becomes an HTTP response. */
@@ -58,8 +65,8 @@ typedef struct {
  * hop-by-hop headers (RFC 9110 section 7.6.1, plus those the request's
  * Connection header names), Content-Length (the payload length rules),
  * credentials of the gateway (apikey, X-API-Key), anything in the
- * gateway's namespace (aura-*), and the names NATS uses for its own
- * status line (Status, Description).
+ * gateway's namespace (aura_envelope_own_header()), and the names NATS
+ * uses for its own status line (Status, Description).
  * @param name header name, any case
  * @param connection the request's Connection header value, or NULL
  * @return 1 to forward, 0 to drop
@@ -68,18 +75,45 @@ int aura_envelope_request_header_ok(const char *name,
                                     const char *connection);
 
 /**
- * Whether a header name is in the gateway's namespace (aura-*, any
- * case): no client and no service may set one.
+ * The gateway's namespace, the one rule for both paths and both
+ * directions (DESIGN.md section 9): aura-*, X-Request-Id, traceparent
+ * and tracestate, in any case and with '_' and '-' treated alike
+ * ("Aura_Role", "x_request_id"), since CGI, WSGI, Rack and PHP-FPM map
+ * both spellings to one variable.  No client header and no service
+ * header with such a name ever crosses: the gateway sets its own.
+ * @param name header name; NULL is not in it
  * @return 1 when it is
  */
 int aura_envelope_own_header(const char *name);
 
 /**
- * Whether a reply header becomes a response header: not Aura-*, not
- * hop-by-hop, not Content-Length, not Status/Description.
+ * Whether a reply header becomes a response header: not in the
+ * gateway's namespace (aura_envelope_own_header(): a service cannot add
+ * a second X-Request-Id), not hop-by-hop, not Content-Length, not
+ * Status/Description.
  * @return 1 to keep, 0 to drop
  */
 int aura_envelope_reply_header_ok(const char *name);
+
+/**
+ * The head of a 101 Switching Protocols as the client gets it (the 101
+ * of a WebSocket through mod_proxy, which passes no request filter): the
+ * upstream's status line and header lines, minus those in the gateway's
+ * namespace (aura_envelope_own_header()) and those named in replaced,
+ * then the gateway's lines, then the blank line.  Any other head (not
+ * "HTTP/1.1 101 ") is returned as it is.
+ * @param p pool for the result
+ * @param head the upstream's head, status line to blank line included
+ * @param len its length
+ * @param lines the gateway's header lines, "Name: value\r\n" each
+ * @param replaced names the gateway sets itself, any case; NULL-terminated
+ * @param out_len the result's length
+ * @return the head to send (not NUL-terminated)
+ */
+char *aura_envelope_upgrade_head(apr_pool_t *p, const char *head,
+                                 apr_size_t len, const char *lines,
+                                 const char *const *replaced,
+                                 apr_size_t *out_len);
 
 /**
  * Parse Aura-Status.

@@ -18,14 +18,15 @@
 #include <jansson.h>
 #include <stdlib.h>
 
-static int wants_ready(const request_rec *r)
+/* "ready", "ready=1", "x=1&ready": the parameter's presence counts. */
+static int wants(const request_rec *r, const char *name)
 {
     const char *a = r->args;
+    apr_size_t n = strlen(name);
 
-    /* "ready", "ready=1", "x=1&ready": the parameter's presence counts. */
     while (a && *a) {
-        if (!strncmp(a, "ready", 5) && (a[5] == '\0' || a[5] == '&'
-                                        || a[5] == '=')) {
+        if (!strncmp(a, name, n) && (a[n] == '\0' || a[n] == '&'
+                                     || a[n] == '=')) {
             return 1;
         }
         a = strchr(a, '&');
@@ -53,7 +54,9 @@ static json_t *describe(request_rec *r, int connected)
         ap_mpm_query(AP_MPMQ_GENERATION, &gen);
         json_object_set_new(o, "pid", json_integer(getpid()));
         json_object_set_new(o, "generation", json_integer(gen));
-        aura_shm_describe(shm);
+        /* ?tables walks every rate-limit table: a few ms for the
+         * default sizes, so only when asked. */
+        aura_shm_describe(shm, wants(r, "tables"), r->pool);
         json_object_set_new(o, "shm", shm);
         shm = json_object();
         aura_breaker_describe(shm);
@@ -82,7 +85,7 @@ int aura_health_handler(request_rec *r)
     if (!text) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }
-    r->status = (!connected && wants_ready(r)) ? HTTP_SERVICE_UNAVAILABLE
+    r->status = (!connected && wants(r, "ready")) ? HTTP_SERVICE_UNAVAILABLE
                                                : HTTP_OK;
     ap_set_content_type(r, "application/json");
     apr_table_setn(r->headers_out, "Cache-Control", "no-store");

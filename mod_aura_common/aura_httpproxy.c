@@ -11,19 +11,24 @@
  *                   which origin and which budget; a WebSocket upgrade
  *                   goes to ws(s)://
  *   fixups          FIRST, before mod_proxy's own: the verified identity
- *                   replaces whatever Aura-* headers the client sent,
- *                   and the service's breaker is asked; the /v1/db
- *                   router may turn a NATS request into one of these
+ *                   replaces whatever the client sent in the gateway's
+ *                   namespace, and the service's breaker is asked; the
+ *                   /v1/db router may turn a NATS request into one of
+ *                   these
+ *   proxy fixups    mod_proxy's hook, on the upstream request's headers
+ *                   after hop-by-hop processing: the identity again, so
+ *                   that no Connection token and no module removes it
  *   mod_proxy       mod_aura_proxy picks a pooled worker per (origin,
  *                   budget) for the request (pre_request hook)
  *   request_status  the outcome feeds the breaker (DESIGN.md section 8);
  *                   mod_proxy's 502 for a response timeout becomes the
  *                   client's 504 upstream-timeout
  *
- * mod_proxy's own hooks used here (fixups, request_status) are optional
- * hooks: nothing links against mod_proxy.so, and the load order does not
- * matter.  Choosing the worker needs mod_proxy's pre_request hook, an
- * ordinary one, hence the small mod_aura_proxy loaded after mod_proxy.
+ * mod_proxy's own hooks used here (fixups, create_req, request_status)
+ * are optional hooks: nothing links against mod_proxy.so, and the load
+ * order does not matter.  Choosing the worker needs mod_proxy's
+ * pre_request hook, an ordinary one, hence the small mod_aura_proxy
+ * loaded after mod_proxy.
  */
 #include "aura_private.h"
 #include "aura_envelope.h"
@@ -129,42 +134,85 @@ int aura_http_claim(request_rec *r, const aura_dir_conf_t *d)
     return OK;
 }
 
-/* Client headers in the gateway's namespace are dropped: a client can
- * never claim an identity (DESIGN.md section 8). */
-static int drop_aura(void *rec, const char *key, const char *val)
+/* Every header in the gateway's namespace (aura_envelope_own_header(),
+ * any spelling) is dropped: a client can never claim an identity, nor
+ * hand a service a second X-Request-Id (DESIGN.md section 9).  The
+ * names are collected first (a table cannot be changed while walked);
+ * the array only when there is one, since this runs on every response
+ * and usually finds nothing. */
+typedef struct {
+    apr_pool_t *p;
+    apr_array_header_t *names;
+} owned_names_t;
+
+static int collect_owned(void *rec, const char *key, const char *val)
 {
-    apr_array_header_t *names = rec;
+    owned_names_t *o = rec;
 
     (void)val;
     if (aura_envelope_own_header(key)) {
-        APR_ARRAY_PUSH(names, const char *) = key;
+        if (!o->names) {
+            o->names = apr_array_make(o->p, 4, sizeof(const char *));
+        }
+        APR_ARRAY_PUSH(o->names, const char *) = key;
     }
     return 1;
 }
 
-static void set_identity(request_rec *r, const aura_request_t *rq)
+void aura_unset_owned(apr_pool_t *p, apr_table_t *t)
 {
-    apr_array_header_t *names = apr_array_make(r->pool, 4,
-                                               sizeof(const char *));
+    owned_names_t o = { p, NULL };
     int i;
 
-    apr_table_do(drop_aura, names, r->headers_in, NULL);
-    for (i = 0; i < names->nelts; i++) {
-        apr_table_unset(r->headers_in, APR_ARRAY_IDX(names, i, const char *));
+    apr_table_do(collect_owned, &o, t, NULL);
+    for (i = 0; o.names && i < o.names->nelts; i++) {
+        apr_table_unset(t, APR_ARRAY_IDX(o.names, i, const char *));
     }
-    /* No aura-* header is left: added, not set, since set would compare
-     * each name with every other that begins with "Aura" (one checksum
-     * for all of them in an apr table). */
-    apr_table_addn(r->headers_in, AURA_HDR_REQUEST_ID, rq->request_id);
-    apr_table_setn(r->headers_in, "X-Request-Id", rq->request_id);
-    apr_table_addn(r->headers_in, AURA_HDR_PLANE, aura_plane_name(rq->plane));
-#define IDENTITY(h, v) if (v) apr_table_addn(r->headers_in, h, v)
+}
+
+static void set_identity(request_rec *r, const aura_request_t *rq)
+{
+    apr_table_t *t = r->headers_in;
+
+    aura_unset_owned(r->pool, t);
+    aura_forward_credentials(r, t);
+    /* Nothing of the namespace is left: added, not set, since set would
+     * compare each name with every other that begins with "Aura" (one
+     * checksum for all of them in an apr table). */
+    apr_table_addn(t, AURA_HDR_REQUEST_ID, rq->request_id);
+    apr_table_addn(t, "X-Request-Id", rq->request_id);
+    apr_table_addn(t, AURA_HDR_PLANE, aura_plane_name(rq->plane));
+#define IDENTITY(h, v) if (v) apr_table_addn(t, h, v)
     IDENTITY(AURA_HDR_PROJECT, rq->project);
     IDENTITY(AURA_HDR_ORG, rq->org);
     IDENTITY(AURA_HDR_ROLE, rq->role);
     IDENTITY(AURA_HDR_KEY_ROLE, rq->key_role);
     IDENTITY(AURA_HDR_ACTOR, rq->actor);
+    IDENTITY(AURA_HDR_TRACEPARENT, rq->traceparent);
+    IDENTITY(AURA_HDR_TRACESTATE, rq->tracestate);
 #undef IDENTITY
+}
+
+/* mod_proxy's own fixups hook, run inside ap_proxy_create_hdrbrgd() on
+ * the copy of r->headers_in that becomes the upstream request, after
+ * ap_proxy_clear_connection() removed the headers the client's
+ * Connection header names and right before the headers are written
+ * (httpd 2.4 proxy_util.c).  Set here, last of that hook, the identity
+ * is what the upstream gets whatever the client listed in Connection
+ * (Connection: close, Aura-Role would otherwise remove ours) and
+ * whatever module edited the request headers since our fixups. */
+static int proxy_fixups(request_rec *r)
+{
+    if (!is_ours(r)) {
+        return DECLINED;
+    }
+    set_identity(r, aura_request_get(r));
+    /* Not wants_websocket(): this copy has lost its Upgrade header by
+     * now; aura_http_target() chose a ws(s):// URL for an upgrade. */
+    if (r->filename && !strncasecmp(r->filename, "proxy:ws", 8)) {
+        aura_headers_arm_upgrade(r);
+    }
+    return OK;
 }
 
 /* Right before mod_proxy contacts the upstream: the /v1/db router's
@@ -360,6 +408,8 @@ void aura_http_register(void)
                       APR_HOOK_MIDDLE);
     APR_OPTIONAL_HOOK(proxy, create_req, create_req, NULL, NULL,
                       APR_HOOK_MIDDLE);
+    APR_OPTIONAL_HOOK(proxy, fixups, proxy_fixups, NULL, NULL,
+                      APR_HOOK_REALLY_LAST);
     stream_filter = ap_register_output_filter(STREAM_FILTER,
                                               stream_out_filter, NULL,
                                               AP_FTYPE_CONTENT_SET);

@@ -236,6 +236,11 @@ int aura_inbox_open(apr_pool_t *p, aura_inbox_t **out)
     return NATS_OK;
 }
 
+const char *aura_inbox_prefix(void)
+{
+    return prefix_len ? prefix : NULL;
+}
+
 const char *aura_inbox_subject(const aura_inbox_t *in)
 {
     return in->subject;

@@ -23,6 +23,7 @@
  */
 #include "aura_private.h"
 #include "aura_jwt.h"
+#include "aura_identity.h"
 #include "aura_envelope.h"
 
 #include "http_protocol.h"
@@ -204,6 +205,7 @@ apr_status_t aura_jwks_post_config(apr_pool_t *pconf, server_rec *s)
                                 ? c->jwt_leeway : AURA_DEFAULT_JWT_LEEWAY;
         st->policy.issuer = c->jwt_issuer;
         st->policy.audience = c->jwt_audience;
+        st->policy.audience_any = c->jwt_aud_any == 1;
         if (aura_server_plane(v) == AURA_PLANE_MGMT) {
             /* Console tokens only: aud exactly aurabase-control (or an
              * array whose only member it is), whatever else is set. */
@@ -383,15 +385,15 @@ static int refresh_due(request_rec *r, aura_jwt_state_t *st)
 }
 
 static aura_jwt_result_e verify(request_rec *r, aura_jwt_state_t *st,
-                                const char *token, aura_jwt_claims_t *claims)
+                                aura_jwt_policy_t *pol, const char *token,
+                                aura_jwt_claims_t *claims)
 {
-    aura_jwt_policy_t pol = st->policy;
     aura_jwt_result_e res;
 
-    pol.now = apr_time_now();
+    pol->now = apr_time_now();
     aura_count(AURA_CTR_JWT_VERIFY);
     apr_thread_rwlock_rdlock(st->lock);
-    res = aura_jwt_verify(r->pool, st->keys, &pol, token, claims);
+    res = aura_jwt_verify(r->pool, st->keys, pol, token, claims);
     apr_thread_rwlock_unlock(st->lock);
     return res;
 }
@@ -404,33 +406,108 @@ static int refuse_token(request_rec *r, const char *why)
     return HTTP_UNAUTHORIZED;
 }
 
+static int count_authorization(void *rec, const char *key,
+                               const char *value)
+{
+    (void)key; (void)value;
+    (*(int *)rec)++;
+    return 1;
+}
+
+/* The one Authorization header's token: NULL with *malformed 0 when
+ * there is none, NULL with *malformed 1 when there is something else
+ * than exactly one "Bearer <b64token>" (aura_authz_parse()). */
+static const char *bearer_token(request_rec *r, int *malformed)
+{
+    int n = 0;
+    const char *token;
+    aura_authz_e kind;
+
+    /* httpd merges a repeated header into "a, b" (which the parser
+     * refuses); counted anyway, for whatever adds entries without
+     * merging. */
+    apr_table_do(count_authorization, &n, r->headers_in, "Authorization",
+                 NULL);
+    kind = aura_authz_parse(apr_table_get(r->headers_in, "Authorization"),
+                            &token);
+    *malformed = n > 1 || kind == AURA_AUTHZ_MALFORMED;
+    return *malformed ? NULL : token;
+}
+
+/* The project claim this request's token must carry, or NULL: only the
+ * data plane binds a token to the API key's project. */
+static const char *project_claim(request_rec *r, const aura_request_t *rq)
+{
+    const char *claim = aura_dir_conf(r)->token_project_claim;
+
+    if (rq->plane != AURA_PLANE_DATA) {
+        return NULL;
+    }
+    if (!claim) {
+        return AURA_DEFAULT_TOKEN_PROJECT_CLAIM;
+    }
+    return strcmp(claim, "off") ? claim : NULL;
+}
+
+/* The auth type of a request whose bearer token this module verified:
+ * told apart from any other module's "Bearer" by its address. */
+static const char bearer_auth_type[] = "Bearer";
+
+int aura_bearer_verified(const request_rec *r)
+{
+    return r->ap_auth_type == bearer_auth_type;
+}
+
+/* What reaches a service: Authorization only when this request's token
+ * was verified here.  On an AuraPublic route nothing is read, so a token
+ * sent there would cross unverified (DESIGN.md section 9). */
+void aura_forward_credentials(request_rec *r, apr_table_t *headers)
+{
+    if (!aura_bearer_verified(r)) {
+        apr_table_unset(headers, "Authorization");
+    }
+}
+
 AURA_DECLARE(int) aura_auth_bearer(request_rec *r)
 {
-    const char *auth = apr_table_get(r->headers_in, "Authorization");
     aura_jwt_state_t *st = aura_server_conf(r->server)->jwt;
     aura_request_t *rq = aura_request_get(r);
+    aura_jwt_policy_t pol;
     aura_jwt_claims_t claims;
     aura_jwt_result_e res;
     const char *token;
+    int malformed;
 
-    if (!auth || strncasecmp(auth, "Bearer", 6)
-        || (auth[6] != ' ' && auth[6] != '\0')) {
-        return DECLINED;   /* no bearer token: another scheme is not ours */
+    token = bearer_token(r, &malformed);
+    if (malformed) {
+        /* Never anonymous, never forwarded: a credential we cannot read
+         * is refused, not ignored (a service must not be handed a token
+         * nobody verified). */
+        apr_table_unset(r->headers_in, "Authorization");
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, AURA_LOGNO(00300)
+                      "Authorization refused: not exactly one "
+                      "'Bearer <token>'");
+        return refuse_token(r, "Authorization must be exactly one "
+                               "'Bearer <token>'");
     }
-    token = auth + 6;
-    while (*token == ' ') {
-        token++;
+    if (!token) {
+        return DECLINED;   /* no Authorization at all */
     }
     if (!rq || !st || !st->lock) {
+        apr_table_unset(r->headers_in, "Authorization");
         return refuse_token(r, "bearer tokens are not accepted here");
     }
-    res = verify(r, st, token, &claims);
+    pol = st->policy;
+    pol.project_claim = project_claim(r, rq);
+    pol.project = rq->project;
+    res = verify(r, st, &pol, token, &claims);
     if (res == AURA_JWT_UNKNOWN_KID && st->slot >= 0
         && (adopt_published(st) || (refresh_due(r, st)
                                     && adopt_published(st)))) {
-        res = verify(r, st, token, &claims);
+        res = verify(r, st, &pol, token, &claims);
     }
     if (res != AURA_JWT_OK) {
+        apr_table_unset(r->headers_in, "Authorization");
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, AURA_LOGNO(00053)
                       "bearer token refused: %s", aura_jwt_result_text(res));
         return refuse_token(r, aura_jwt_result_text(res));
@@ -438,6 +515,9 @@ AURA_DECLARE(int) aura_auth_bearer(request_rec *r)
     rq->actor = claims.sub;
     rq->role = "authenticated";
     r->user = (char *)claims.sub;
-    r->ap_auth_type = "Bearer";
+    r->ap_auth_type = (char *)bearer_auth_type;
+    /* What crosses is exactly what was verified, in the one form. */
+    apr_table_setn(r->headers_in, "Authorization",
+                   apr_pstrcat(r->pool, "Bearer ", token, NULL));
     return OK;
 }

@@ -52,6 +52,7 @@
  * pool, so the request pool does not carry cleanups for them).
  */
 #include "aura_jwt.h"
+#include "aura_identity.h"
 
 #include "apr_lib.h"
 #include "apr_strings.h"
@@ -852,12 +853,49 @@ static int audience_ok(json_t *aud, const aura_jwt_policy_t *pol)
                && !strcmp(json_string_value(json_array_get(aud, 0)),
                           pol->audience);
     }
+    if (pol->audience_any) {
+        json_array_foreach(aud, i, m) {
+            if (!strcmp(json_string_value(m), pol->audience)) {
+                return 1;
+            }
+        }
+        return 0;
+    }
+    /* OpenID Connect Core 3.1.3.7: a token that also names an audience
+     * we do not trust is not ours to accept (that party may hold it,
+     * and replay it here). */
     json_array_foreach(aud, i, m) {
-        if (!strcmp(json_string_value(m), pol->audience)) {
-            return 1;
+        if (strcmp(json_string_value(m), pol->audience)) {
+            return 0;
         }
     }
-    return 0;
+    return json_array_size(aud) > 0;
+}
+
+/* sub becomes Aura-Actor, a log field and part of quota keys: bounded,
+ * no control characters, checked on its JSON length (a "\u0000" inside
+ * would otherwise cut it short, and two subs would look alike). */
+static int subject_ok(json_t *sub, const aura_jwt_policy_t *pol)
+{
+    apr_size_t max = pol->sub_max ? pol->sub_max : AURA_SUB_MAX;
+
+    return aura_identity_text_ok(json_string_value(sub),
+                                 json_string_length(sub), max);
+}
+
+/* The token names the API key's project: a user of one project is not
+ * a user of every project that shares the issuer. */
+static int project_ok(json_t *c, const aura_jwt_policy_t *pol)
+{
+    json_t *v;
+
+    if (!pol->project_claim) {
+        return 1;
+    }
+    v = json_object_get(c, pol->project_claim);
+    return pol->project && json_is_string(v)
+           && json_string_length(v) == strlen(pol->project)
+           && !strcmp(json_string_value(v), pol->project);
 }
 
 static aura_jwt_result_e check_claims(json_t *c, const aura_jwt_policy_t *pol,
@@ -895,6 +933,12 @@ static aura_jwt_result_e check_claims(json_t *c, const aura_jwt_policy_t *pol,
     sub = json_object_get(c, "sub");
     if (pol->require_sub && (!sub || json_string_length(sub) == 0)) {
         return AURA_JWT_NO_SUBJECT;
+    }
+    if (sub && !subject_ok(sub, pol)) {
+        return AURA_JWT_BAD_SUBJECT;
+    }
+    if (!project_ok(c, pol)) {
+        return AURA_JWT_BAD_PROJECT;
     }
     return AURA_JWT_OK;
 }
@@ -989,6 +1033,10 @@ const char *aura_jwt_result_text(aura_jwt_result_e r)
         return "token audience not accepted";
     case AURA_JWT_NO_SUBJECT:
         return "token has no subject";
+    case AURA_JWT_BAD_SUBJECT:
+        return "token subject too long or not printable";
+    case AURA_JWT_BAD_PROJECT:
+        return "token not for the API key's project";
     }
     return "token invalid";
 }

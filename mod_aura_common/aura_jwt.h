@@ -122,13 +122,28 @@ typedef struct {
     const char *audience;           /**< NULL: not checked */
     int audience_exact;             /**< 1: aud must be exactly that
                                          string, or an array whose ONLY
-                                         member is it; 0: aud string equal
-                                         or array containing it */
+                                         member is it; 0: see
+                                         audience_any */
     apr_size_t max_len;             /**< tokens longer are refused before
                                          any parsing; 0: the default
                                          AURA_JWT_DEFAULT_MAX_LEN */
     int require_sub;                /**< 1: sub must be a non-empty
                                          string */
+    /* Since 0.5.0: */
+    int audience_any;               /**< with audience_exact 0: 1: aud an
+                                         array CONTAINING audience (other
+                                         audiences tolerated); 0 (the
+                                         OpenID Connect reading): every
+                                         member of an aud array must be
+                                         audience */
+    apr_size_t sub_max;             /**< longest sub accepted; 0: the
+                                         default AURA_SUB_MAX */
+    const char *project_claim;      /**< NULL: not checked; else the
+                                         payload must have this claim, a
+                                         string equal to project */
+    const char *project;            /**< the project the token must name
+                                         (with project_claim; NULL then
+                                         refuses every token) */
 } aura_jwt_policy_t;
 
 /** What a valid token says.  Strings are copies in the verify pool. */
@@ -154,7 +169,9 @@ typedef enum {
     AURA_JWT_NO_EXP,
     AURA_JWT_BAD_ISSUER,
     AURA_JWT_BAD_AUDIENCE,
-    AURA_JWT_NO_SUBJECT
+    AURA_JWT_NO_SUBJECT,
+    AURA_JWT_BAD_SUBJECT,    /**< sub too long or with a control char */
+    AURA_JWT_BAD_PROJECT     /**< project_claim absent or not project */
 } aura_jwt_result_e;
 
 /**
@@ -185,7 +202,11 @@ typedef enum {
  *     string or an array of strings): MALFORMED; exp absent: NO_EXP;
  *     now > exp + leeway: EXPIRED; now + leeway < nbf, or iat > now +
  *     leeway: NOT_YET_VALID; iss: BAD_ISSUER; aud: BAD_AUDIENCE; sub:
- *     NO_SUBJECT.  exp/nbf/iat may be integers or reals (seconds);
+ *     NO_SUBJECT; sub longer than sub_max or holding a control character
+ *     or DEL (aura_identity_text_ok(), on the JSON length, so "\u0000"
+ *     is seen): BAD_SUBJECT, whether or not require_sub is set;
+ *     project_claim absent, not a string or not equal to project:
+ *     BAD_PROJECT.  exp/nbf/iat may be integers or reals (seconds);
  *     values beyond year 9999 are clamped there.
  *
  * @param p pool for every allocation (the request pool); nothing is

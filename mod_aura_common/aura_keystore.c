@@ -21,6 +21,7 @@
 #include "aura_private.h"
 #include "aura_apikey.h"
 #include "aura_siphash.h"
+#include "aura_identity.h"
 
 #include "apr_thread_mutex.h"
 #include "apr_strings.h"
@@ -28,17 +29,23 @@
 
 #include <libpq-fe.h>
 
-#define ID_MAX 64
+/* found: what the store said about a key. */
+#define KEY_UNKNOWN 0
+#define KEY_FOUND   1
+#define KEY_BAD_ROW 2      /* found, but a value cannot be an identity */
 
+/* Each field holds its longest valid value and the NUL: a value that
+ * does not fit is refused whole (KEY_BAD_ROW), never cut, or two ids
+ * sharing a prefix would become one tenant. */
 typedef struct {
     apr_uint64_t tag[2];
     apr_time_t expires;    /* 0: empty slot */
     int found;
     char actor[sizeof(AURA_KEY_ACTOR_PREFIX) + AURA_KEY_ACTOR_HEX];
-    char project[ID_MAX];
-    char org[ID_MAX];
-    char plan[32];
-    char role[16];
+    char project[AURA_ID_MAX + 1];
+    char org[AURA_ID_MAX + 1];
+    char plan[AURA_PLAN_MAX + 1];
+    char role[sizeof("service_role")];
 } key_slot_t;
 
 /* Written in child_init only. */
@@ -83,9 +90,40 @@ static key_slot_t *slot_of(const apr_uint64_t tag[2])
     return &slots[tag[0] & slot_mask];
 }
 
-static void copy_field(char *dst, apr_size_t size, const char *src)
+/* APR_SUCCESS, or APR_ENOSPC when src does not fit whole (nothing is
+ * written then). */
+static apr_status_t copy_field(char *dst, apr_size_t size, const char *src)
 {
-    apr_cpystrn(dst, src ? src : "", size);
+    apr_size_t n = strlen(src);
+
+    if (n >= size) {
+        return APR_ENOSPC;
+    }
+    memcpy(dst, src, n + 1);
+    return APR_SUCCESS;
+}
+
+/* The first field of the row that cannot become identity, or NULL.
+ * The ids follow the management plane's rule (aura_identity_id_ok), the
+ * plan is printable text, the role one of the two the schema allows. */
+static const char *bad_field(PGresult *res)
+{
+    const char *plan = PQgetvalue(res, 0, 3);
+    const char *role = PQgetvalue(res, 0, 1);
+
+    if (!aura_identity_id_ok(PQgetvalue(res, 0, 0), AURA_ID_MAX)) {
+        return "project id";
+    }
+    if (!aura_identity_id_ok(PQgetvalue(res, 0, 2), AURA_ID_MAX)) {
+        return "organization id";
+    }
+    if (!aura_identity_text_ok(plan, strlen(plan), AURA_PLAN_MAX)) {
+        return "plan";
+    }
+    if (strcmp(role, "anon") && strcmp(role, "service_role")) {
+        return "role";
+    }
+    return NULL;
 }
 
 /* Cache hit: copy the identity out under the lock. */
@@ -128,12 +166,33 @@ static apr_status_t lookup_db(request_rec *r, const char *hash,
     if (rv != APR_SUCCESS) {
         return rv;
     }
-    e->found = PQntuples(res) == 1;
+    e->found = PQntuples(res) == 1 ? KEY_FOUND : KEY_UNKNOWN;
     if (e->found) {
-        copy_field(e->project, sizeof(e->project), PQgetvalue(res, 0, 0));
-        copy_field(e->role, sizeof(e->role), PQgetvalue(res, 0, 1));
-        copy_field(e->org, sizeof(e->org), PQgetvalue(res, 0, 2));
-        copy_field(e->plan, sizeof(e->plan), PQgetvalue(res, 0, 3));
+        const char *bad = bad_field(res);
+
+        if (bad
+            || copy_field(e->project, sizeof(e->project),
+                          PQgetvalue(res, 0, 0)) != APR_SUCCESS
+            || copy_field(e->role, sizeof(e->role),
+                          PQgetvalue(res, 0, 1)) != APR_SUCCESS
+            || copy_field(e->org, sizeof(e->org),
+                          PQgetvalue(res, 0, 2)) != APR_SUCCESS
+            || copy_field(e->plan, sizeof(e->plan),
+                          PQgetvalue(res, 0, 3)) != APR_SUCCESS) {
+            /* A server-side fault, logged once per cache TTL and child
+             * (the row is cached as bad); the client gets the answer of
+             * an unusable key.  The value is not logged: it may hold the
+             * very control characters that make it unusable. */
+            ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, AURA_LOGNO(00301)
+                          "key store row of API key %s refused: its %s is "
+                          "not a valid identity (ids: 1 to %d of "
+                          "[A-Za-z0-9._-]; plan: 1 to %d printable bytes)",
+                          e->actor, bad ? bad : "value", AURA_ID_MAX,
+                          AURA_PLAN_MAX);
+            memset(e->project, 0, sizeof(e->project));
+            memset(e->org, 0, sizeof(e->org));
+            e->found = KEY_BAD_ROW;
+        }
     }
     return APR_SUCCESS;
 }
@@ -170,8 +229,11 @@ apr_status_t aura_keystore_lookup(request_rec *r, const char *key,
         cache_put(&e);
     }
     id->actor = apr_pstrdup(r->pool, e.actor);
-    if (!e.found) {
+    if (e.found == KEY_UNKNOWN) {
         return APR_NOTFOUND;
+    }
+    if (e.found == KEY_BAD_ROW) {
+        return APR_EINVAL;
     }
     id->project = apr_pstrdup(r->pool, e.project);
     id->org = apr_pstrdup(r->pool, e.org);

@@ -20,7 +20,7 @@
 #define MAX_ZONE_NAME 32
 #define MAX_WINDOW apr_time_from_sec(86400)
 
-const aura_zone_t aura_zone_off = { "off", 0, 0, 0, { 0, 0, 0 }, NULL };
+const aura_zone_t aura_zone_off = { "off", 0, 0, 0, { 0, 0, 0 }, NULL, 0, 0 };
 const aura_quota_t aura_quota_off = { 0, 0 };
 
 apr_array_header_t *aura_zones(apr_pool_t *pconf)
@@ -106,17 +106,59 @@ static const char *parse_rate(cmd_parms *cmd, const char *arg,
     return NULL;
 }
 
-const char *aura_set_rate_limit_zone(cmd_parms *cmd, void *dummy,
-                                     const char *name, const char *rate,
-                                     const char *burst)
+/* The words after the rate: burst=<n> and entries=<n>, each once. */
+static const char *parse_zone_options(cmd_parms *cmd, const char *args,
+                                      aura_zone_t *nz)
 {
-    const char *err = aura_global_only(cmd);
+    const char *word;
+    int n, burst = 0, entries = 0;
+
+    while (*(word = ap_getword_conf(cmd->temp_pool, &args))) {
+        if (!strncasecmp(word, "burst=", 6) && !burst) {
+            if (aura_parse_int(cmd, word + 6, 1, 1000000, &n)) {
+                return "the burst is a number of requests from 1 to 1000000";
+            }
+            burst = n;
+        }
+        else if (!strncasecmp(word, "entries=", 8) && !entries) {
+            if (aura_parse_int(cmd, word + 8, AURA_MIN_LIMITER_ENTRIES,
+                               AURA_MAX_LIMITER_ENTRIES, &n)) {
+                return apr_psprintf(cmd->pool, "entries is a number of "
+                                    "addresses from %d to %d",
+                                    AURA_MIN_LIMITER_ENTRIES,
+                                    AURA_MAX_LIMITER_ENTRIES);
+            }
+            entries = n;
+        }
+        else {
+            return apr_psprintf(cmd->pool, "'%s' is not burst=<n> or "
+                                "entries=<n> (each at most once)", word);
+        }
+    }
+    /* Without a burst, one period's worth: r/s admits a second of
+     * requests at once. */
+    nz->burst = burst ? (apr_uint64_t)burst : nz->rate;
+    nz->entries = (apr_uint64_t)entries;
+    return NULL;
+}
+
+/* AuraRateLimitZone name rate=<n>r/s|r/m [burst=<n>] [entries=<n>] */
+const char *aura_set_rate_limit_zone(cmd_parms *cmd, void *dummy,
+                                     const char *args)
+{
+    const char *err = aura_global_only(cmd), *name, *rate;
     aura_zone_t *z, nz;
-    int b = 0;
 
     (void)dummy;
     if (err) {
         return err;
+    }
+    name = ap_getword_conf(cmd->pool, &args);
+    rate = ap_getword_conf(cmd->temp_pool, &args);
+    if (!*name || !*rate) {
+        return apr_psprintf(cmd->pool, "%s takes a name, rate=<n>r/s or "
+                            "rate=<n>r/m, and optionally burst=<n> and "
+                            "entries=<n>", cmd->cmd->name);
     }
     if (!valid_zone_name(name)) {
         return apr_psprintf(cmd->pool, "%s: '%s' is not a zone name (1 to "
@@ -125,17 +167,9 @@ const char *aura_set_rate_limit_zone(cmd_parms *cmd, void *dummy,
     }
     memset(&nz, 0, sizeof(nz));
     err = parse_rate(cmd, rate, &nz.rate, &nz.period_s);
-    if (!err && burst) {
-        if (strncasecmp(burst, "burst=", 6)) {
-            err = "expected burst=<n>";
-        }
-        else if (aura_parse_int(cmd, burst + 6, 1, 1000000, &b)) {
-            err = "the burst is a number of requests from 1 to 1000000";
-        }
+    if (!err) {
+        err = parse_zone_options(cmd, args, &nz);
     }
-    /* Without a burst, one period's worth: r/s admits a second of
-     * requests at once. */
-    nz.burst = b ? (apr_uint64_t)b : nz.rate;
     if (!err && aura_gcra_init(&nz.gcra, nz.rate, nz.period_s, nz.burst)
                 != APR_SUCCESS) {
         err = "the burst may not exceed a day's worth of requests";
@@ -149,9 +183,14 @@ const char *aura_set_rate_limit_zone(cmd_parms *cmd, void *dummy,
         return apr_psprintf(cmd->pool, "%s: zone '%s' is already defined at "
                             "%s", cmd->cmd->name, name, z->defined_at);
     }
+    if (!z && aura_zones(cmd->pool)->nelts >= AURA_MAX_ZONES) {
+        return apr_psprintf(cmd->pool, "%s %s: at most %d zones, "
+                            "\"default\" included", cmd->cmd->name, name,
+                            AURA_MAX_ZONES);
+    }
     if (!z) {
         z = apr_pcalloc(cmd->pool, sizeof(*z));
-        z->name = apr_pstrdup(cmd->pool, name);
+        z->name = name;
         APR_ARRAY_PUSH(aura_zones(cmd->pool), aura_zone_t *) = z;
     }
     /* In place: Locations that already picked "default" see the
@@ -160,6 +199,7 @@ const char *aura_set_rate_limit_zone(cmd_parms *cmd, void *dummy,
     z->period_s = nz.period_s;
     z->burst = nz.burst;
     z->gcra = nz.gcra;
+    z->entries = nz.entries;
     z->defined_at = here(cmd);
     return NULL;
 }
@@ -264,7 +304,8 @@ const char *aura_set_limit_int(cmd_parms *cmd, void *dummy, const char *arg)
         return err;
     }
     if (field == &c->limiter_entries) {
-        return aura_parse_int(cmd, arg, 64, 1 << 24, field);
+        return aura_parse_int(cmd, arg, AURA_MIN_LIMITER_ENTRIES,
+                              AURA_MAX_LIMITER_ENTRIES, field);
     }
     if (field == &c->ipv6_prefix) {
         return aura_parse_int(cmd, arg, 16, 128, field);

@@ -6,6 +6,8 @@
 
 #include "apr_atomic.h"
 
+#include <string.h>
+
 apr_uint64_t aura_limiter_sets(apr_uint64_t entries)
 {
     apr_uint64_t sets = 1;
@@ -109,4 +111,42 @@ aura_limit_e aura_limiter_take(aura_limiter_slot_t *slots,
             return AURA_LIMIT_ADMITTED;
         }
     }
+}
+
+apr_status_t aura_limiter_validate(aura_limiter_slot_t *slots,
+                                   apr_uint64_t sets, apr_uint64_t now,
+                                   aura_limiter_census_t *out)
+{
+    apr_uint64_t s;
+    int i, j;
+
+    memset(out, 0, sizeof(*out));
+    if (!sets || (sets & (sets - 1))) {
+        return APR_EINVAL;
+    }
+    for (s = 0; s < sets; s++) {
+        aura_limiter_slot_t *set = slots + s * AURA_LIMITER_WAYS;
+
+        for (i = 0; i < AURA_LIMITER_WAYS; i++) {
+            apr_uint64_t k = apr_atomic_read64(&set[i].key);
+
+            if (!k) {
+                continue;
+            }
+            out->used++;
+            if (apr_atomic_read64(&set[i].tat) > now) {
+                out->limited++;
+            }
+            if ((k & (sets - 1)) != s) {
+                out->misplaced++;
+            }
+            for (j = 0; j < i; j++) {
+                if (apr_atomic_read64(&set[j].key) == k) {
+                    out->duplicates++;
+                    break;
+                }
+            }
+        }
+    }
+    return out->misplaced ? APR_EGENERAL : APR_SUCCESS;
 }

@@ -57,4 +57,30 @@ aura_limit_e aura_limiter_take(aura_limiter_slot_t *slots,
                                const aura_gcra_t *g, apr_uint64_t now,
                                aura_gcra_result_t *out);
 
+/** What a walk of a table found (aura_limiter_validate()). */
+typedef struct {
+    apr_uint64_t used;        /**< slots holding a key */
+    apr_uint64_t limited;     /**< of which not at full credit (TAT ahead) */
+    apr_uint64_t misplaced;   /**< keys in a set their hash does not pick */
+    apr_uint64_t duplicates;  /**< a key held twice in its set */
+} aura_limiter_census_t;
+
+/**
+ * Walk a whole table and check what aura_limiter_take() guarantees:
+ * each key sits in the set its hash picks.  A key held twice in its set
+ * is counted, not an error: two requests of one new key may each claim
+ * a slot at the same instant (the second copy goes idle and is taken
+ * over like any slot at full credit).  Reads with atomic loads, takes no
+ * lock: under traffic the census is a snapshot, never a torn word.
+ * @param slots the table
+ * @param sets its number of sets
+ * @param now the clock in ns (to tell limited keys from idle ones)
+ * @param out the census
+ * @return APR_SUCCESS; APR_EINVAL when sets is not a power of two;
+ *         APR_EGENERAL when a key is misplaced (the table is corrupt)
+ */
+apr_status_t aura_limiter_validate(aura_limiter_slot_t *slots,
+                                   apr_uint64_t sets, apr_uint64_t now,
+                                   aura_limiter_census_t *out);
+
 #endif /* AURA_LIMITER_H */

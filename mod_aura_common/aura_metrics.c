@@ -146,6 +146,39 @@ static void two(request_rec *r, const char *name, const char *type,
                name, label, b, aura_shm_counter(cb));
 }
 
+/* One series per rate-limit table: each zone has its own, and the actor
+ * quota's local fallback one more (stage="actor"). */
+static void tables(request_rec *r)
+{
+    aura_limiter_slot_t *slots;
+    aura_shm_table_t *t;
+    apr_uint64_t sets;
+    int n;
+
+    family(r, "aura_limiter_table_full_total", "counter",
+           "Requests admitted for want of a free entry in a rate-limit "
+           "table, by table.");
+    for (n = 1; (t = aura_shm_table(n, &slots, &sets)); n++) {
+        if (n == AURA_TABLE_ACTOR) {
+            ap_rprintf(r, "aura_limiter_table_full_total{stage=\"actor\"} %"
+                       APR_UINT64_T_FMT "\n", apr_atomic_read64(&t->full));
+        }
+        else {
+            ap_rprintf(r, "aura_limiter_table_full_total{stage=\"ip\","
+                       "zone=\"%s\"} %" APR_UINT64_T_FMT "\n", t->name,
+                       apr_atomic_read64(&t->full));
+        }
+    }
+    family(r, "aura_limiter_zone_rejections_total", "counter",
+           "Requests refused with 429 by stage 1, by zone.");
+    for (n = AURA_TABLE_ACTOR + 1; (t = aura_shm_table(n, &slots, &sets));
+         n++) {
+        ap_rprintf(r, "aura_limiter_zone_rejections_total{zone=\"%s\"} %"
+                   APR_UINT64_T_FMT "\n", t->name,
+                   apr_atomic_read64(&t->rejected));
+    }
+}
+
 static void policy(request_rec *r)
 {
     volatile apr_uint64_t *down = aura_shm_flag(AURA_FLAG_REDIS_DOWN);
@@ -153,9 +186,7 @@ static void policy(request_rec *r)
     two(r, "aura_limiter_rejections_total", "counter",
         "Requests refused with 429, by stage.", "stage", "ip",
         AURA_CTR_IP_REJECTED, "actor", AURA_CTR_ACTOR_REJECTED);
-    counter(r, "aura_limiter_table_full_total", "Requests admitted for want "
-            "of a free entry in the rate-limit table.", "",
-            aura_shm_counter(AURA_CTR_IP_TABLE_FULL));
+    tables(r);
     two(r, "aura_actor_quota_decisions_total", "counter",
         "Actor quota decisions, by who made them.", "by", "redis",
         AURA_CTR_ACTOR_REDIS, "fallback", AURA_CTR_ACTOR_FALLBACK);
@@ -185,6 +216,10 @@ static void upstreams(request_rec *r)
             "out.", "", aura_shm_counter(AURA_CTR_NATS_TIMEOUTS));
     counter(r, "aura_http_timeouts_total", "HTTP upstream requests whose "
             "budget ran out.", "", aura_shm_counter(AURA_CTR_HTTP_TIMEOUTS));
+    counter(r, "aura_stream_ack_refused_total", "Streamed replies aborted "
+            "because the service named an acknowledgement subject outside "
+            "AuraStreamAckPrefix.", "",
+            aura_shm_counter(AURA_CTR_STREAM_ACK_REFUSED));
     family(r, "aura_db_routes_total", "counter",
            "Decisions of the /v1/db router.");
     ap_rprintf(r, "aura_db_routes_total{to=\"nats\"} %" APR_UINT64_T_FMT

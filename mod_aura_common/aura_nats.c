@@ -18,6 +18,7 @@
  * is read from nats.c itself.
  */
 #include "aura_private.h"
+#include "aura_identity.h"
 
 #include "apr_strings.h"
 #include "apr_atomic.h"
@@ -246,7 +247,8 @@ static natsStatus build_options(apr_pool_t *p, const aura_server_conf_t *c,
 static void on_invalidation(natsConnection *nc, natsSubscription *sub,
                             natsMsg *msg, void *closure)
 {
-    char project[64];
+    char project[AURA_ID_MAX + 1];   /* the longest project id: a
+                                        longer payload is no project */
     int len = natsMsg_GetDataLength(msg);
 
     (void)nc; (void)sub; (void)closure;

@@ -95,19 +95,17 @@ static int read_body(request_rec *r, apr_int64_t limit, const char **body,
     return OK;
 }
 
-/* The path as the client sent it, still percent-encoded: httpd decodes
- * r->uri and r->parsed_uri.path in place, and a service must see "%2F"
- * apart from "/". */
+/* The path as the client sent it, still percent-encoded (httpd decodes
+ * r->uri and r->parsed_uri.path in place), so a service sees the
+ * client's own escapes ("%3F", "%25").  aura_request_path_check refused
+ * at post_read_request every raw path whose one decoding is not r->uri
+ * ("%2F", dot-segments, "//"): decoded once, this is the path the rules
+ * authorized (docs/envelope.md, "One path"). */
 static const char *raw_path(request_rec *r)
 {
-    apr_uri_t uri;
+    aura_request_t *rq = aura_request_get(r);
 
-    if (r->unparsed_uri
-        && apr_uri_parse(r->pool, r->unparsed_uri, &uri) == APR_SUCCESS
-        && uri.path) {
-        return uri.path;
-    }
-    return r->uri;
+    return rq && rq->raw_path && *rq->raw_path ? rq->raw_path : r->uri;
 }
 
 static int refuse(request_rec *r, int status, const char *type,
@@ -385,12 +383,15 @@ int aura_natsproxy_handler(request_rec *r)
     rq = aura_request_get(r);
     in.request_id = rq->request_id;
     in.plane = aura_plane_name(rq->plane);
+    aura_forward_credentials(r, r->headers_in);
     in.headers = r->headers_in;
     in.project = rq->project;
     in.org = rq->org;
     in.role = rq->role;
     in.key_role = rq->key_role;
     in.actor = rq->actor;
+    in.traceparent = rq->traceparent;
+    in.tracestate = rq->tracestate;
     s = aura_inbox_open(r->pool, &inbox);
     if (s != NATS_OK) {
         return request_failed(r, s, d->upstream, limit);

@@ -93,12 +93,17 @@ typedef struct {
     apr_interval_time_t stream_idle;        /* AuraStreamIdleTimeout */
     apr_interval_time_t stream_first_byte;  /* AuraStreamFirstByteTimeout */
     apr_interval_time_t stream_max;         /* AuraStreamMaxDuration */
+    const char *token_project_claim;  /* AuraTokenProjectClaim: a claim
+                                         name or "off"; NULL = unset */
+    /* NATS streamed replies: where acknowledgements may go. */
+    const char *stream_ack_prefix;          /* AuraStreamAckPrefix */
 } aura_dir_conf_t;
 
 /* A stage-1 zone (AuraRateLimitZone), as nginx's limit_req_zone: global,
- * named, picked by Locations.  The name is part of the hashed key, so a
- * zone keeps its clients' state across graceful restarts even if zones
- * are reordered. */
+ * named, picked by Locations.  Each zone has a table of its own in the
+ * shared segment (entries=), so a flood that fills one zone's table
+ * cannot push another zone into its fail-open state.  Tables are laid
+ * out in name order, so reordering the zones keeps the segment. */
 typedef struct aura_zone_t {
     const char *name;
     apr_uint64_t rate;          /* requests per period */
@@ -106,6 +111,9 @@ typedef struct aura_zone_t {
     apr_uint64_t burst;
     aura_gcra_t gcra;
     const char *defined_at;     /* file:line, NULL for the built-in */
+    apr_uint64_t entries;       /* entries=; 0: AuraRateLimitEntries */
+    int table;                  /* its table in the segment, 1-based (0:
+                                   none), set in post_config */
 } aura_zone_t;
 
 /* A stage-2 quota (AuraActorQuota, AuraPlanQuota). */
@@ -121,6 +129,9 @@ extern const aura_quota_t aura_quota_off;
 #define AURA_DEFAULT_ZONE_RATE       100
 #define AURA_DEFAULT_ZONE_BURST      1000
 #define AURA_DEFAULT_LIMITER_ENTRIES 65536
+#define AURA_MIN_LIMITER_ENTRIES     64
+#define AURA_MAX_LIMITER_ENTRIES     (1 << 24)
+#define AURA_MAX_ZONES               64        /* "default" included */
 #define AURA_DEFAULT_IPV6_PREFIX     64
 
 typedef struct {
@@ -168,6 +179,8 @@ typedef struct {
     apr_interval_time_t target_sweep;      /* AuraTargetSweepInterval */
     int target_entries;                    /* AuraTargetBreakerEntries */
     const char *metrics_token;             /* AuraMetricsTokenFile's */
+    int jwt_aud_any;                       /* AuraJWTAudienceMatch any: 1,
+                                              all: 0, AURA_UNSET */
 } aura_server_conf_t;
 
 /* One AuraBreaker line; 0 = not set by this line. */
@@ -213,6 +226,9 @@ typedef struct {
 } aura_jwt_source_t;
 
 #define AURA_DEFAULT_JWT_ALGS       "RS256 ES256"
+/* The claim a data-plane user token names its project in
+ * (AuraTokenProjectClaim). */
+#define AURA_DEFAULT_TOKEN_PROJECT_CLAIM "aura_project"
 #define AURA_DEFAULT_JWT_LEEWAY     apr_time_from_sec(60)
 #define AURA_DEFAULT_JWKS_REFRESH   apr_time_from_sec(30)
 
@@ -305,8 +321,7 @@ aura_server_conf_t *aura_cmd_server_conf(cmd_parms *cmd);
 /* aura_limitconf.c: the rate-limit and Redis directives. */
 apr_array_header_t *aura_zones(apr_pool_t *pconf);
 const char *aura_set_rate_limit_zone(cmd_parms *cmd, void *dummy,
-                                     const char *name, const char *rate,
-                                     const char *burst);
+                                     const char *args);
 const char *aura_set_rate_limit(cmd_parms *cmd, void *dirv,
                                 const char *arg);
 const char *aura_set_actor_quota(cmd_parms *cmd, void *dirv,
@@ -324,7 +339,12 @@ const char *aura_set_redis_time(cmd_parms *cmd, void *dummy,
 /* aura_shm.c: the one segment that outlives graceful restarts. */
 typedef struct aura_shm_header_t aura_shm_header_t;
 apr_status_t aura_shm_pre_config(apr_pool_t *pconf);
-apr_status_t aura_shm_post_config(apr_pool_t *pconf, server_rec *s);
+int aura_shm_check_config(apr_pool_t *pconf, apr_pool_t *plog,
+                          apr_pool_t *ptemp, server_rec *s);
+apr_status_t aura_shm_post_config(apr_pool_t *pconf, apr_pool_t *ptemp,
+                                  server_rec *s);
+/* Walk the table directory and every table: NULL, or what is wrong. */
+const char *aura_shm_validate(apr_pool_t *p);
 apr_status_t aura_shm_child_init(apr_pool_t *pchild, server_rec *s);
 aura_shm_header_t *aura_shm(void);
 
@@ -353,6 +373,7 @@ typedef enum {
     AURA_CTR_BREAKER_HALF_OPENED, /* a breaker let its first probe out */
     AURA_CTR_BREAKER_CLOSED,   /* a probe's success closed a breaker */
     AURA_CTR_ACTOR_LEASE,      /* stage 2 decided from a child's lease */
+    AURA_CTR_STREAM_ACK_REFUSED, /* streams aborted: ack subject refused */
     AURA_CTR_COUNT
 } aura_counter_e;
 void aura_count(aura_counter_e c);
@@ -383,7 +404,6 @@ volatile apr_uint64_t *aura_shm_breaker(int i);
 /* Shared flags and timestamps for log-once decisions. */
 typedef enum {
     AURA_FLAG_REDIS_DOWN = 0,  /* 1 while the quota runs on the fallback */
-    AURA_FLAG_FULL_LOGGED,     /* second of the last "table full" line */
     AURA_FLAG_ACTIVE,          /* requests waiting on an upstream now */
     AURA_FLAG_RETRYING,        /* of which retries */
     AURA_FLAG_TARGETS_LOGGED,  /* second of the last "targets full" line */
@@ -400,13 +420,34 @@ typedef struct {
     char name[104];              /* the target, for /health (truncated) */
 } aura_target_slot_t;
 aura_target_slot_t *aura_shm_targets(apr_uint64_t *n);
+/* Walk the target table (n slots): NULL, or what is wrong. */
+const char *aura_breaker_validate_targets(aura_target_slot_t *t,
+                                          apr_uint64_t n, apr_pool_t *p);
 
-/* The stage-1 table and the key of its hash. */
-aura_limiter_slot_t *aura_shm_limiter(apr_uint64_t *sets);
+/* The rate-limit tables: one per zone, one for the actor quota's local
+ * fallback.  The directory of the segment has one record per table
+ * (fixed size, offsets from the base, no pointers); only aura_shm.c
+ * lays them out, aura_ratelimit.c and aura_quota.c count into them. */
+#define AURA_TABLE_NAME  40          /* a zone name (32) and its NUL */
+#define AURA_TABLE_ACTOR 1           /* the actor fallback's table */
+typedef struct {
+    char name[AURA_TABLE_NAME];      /* the zone; "" for the actor table */
+    apr_uint64_t offset;             /* of its slots from the base */
+    apr_uint64_t sets;               /* a power of two, 8 slots each */
+    volatile apr_uint64_t full;      /* admitted for want of a slot */
+    volatile apr_uint64_t rejected;  /* refused (429) */
+    volatile apr_uint64_t full_logged; /* second of its last "full" line */
+} aura_shm_table_t;
+/* Table n (1-based), its slots and sets; NULL when there is none. */
+aura_shm_table_t *aura_shm_table(int n, aura_limiter_slot_t **slots,
+                                 apr_uint64_t *sets);
+/* The table of a zone name (1-based), 0 when it has none. */
+int aura_shm_zone_table(const char *name);
 const unsigned char *aura_shm_hash_key(void);
 /** Fill a JSON object with the segment's identity and counters. */
 struct json_t;
-void aura_shm_describe(struct json_t *obj);
+/* walk: also walk every table (slots used, aura_shm_validate()). */
+void aura_shm_describe(struct json_t *obj, int walk, apr_pool_t *p);
 
 /* aura_nats.c: the per-child connection. */
 struct __natsConnection;
@@ -432,6 +473,9 @@ void aura_inbox_wake_all(void);
 int aura_inbox_open(apr_pool_t *p, aura_inbox_t **inbox);
 /* The reply subject that reaches the inbox. */
 const char *aura_inbox_subject(const aura_inbox_t *inbox);
+/* This child's reply inbox prefix ("_INBOX.<nuid>"), NULL before
+ * child_init subscribed. */
+const char *aura_inbox_prefix(void);
 /* Next message on the inbox before deadline (wall clock).  NATS_OK
  * (*msg is the caller's to destroy), NATS_TIMEOUT, NATS_NO_RESPONDERS,
  * NATS_SLOW_CONSUMER (messages were dropped over its limits; once), or
@@ -457,8 +501,10 @@ apr_status_t aura_db_query(request_rec *r, aura_db_stmt_e id,
 /* aura_keystore.c */
 void aura_keystore_child_init(apr_pool_t *pchild, server_rec *s);
 /* A well-formed key's identity: APR_NOTFOUND for an unknown or revoked
- * key, another error when the store cannot say.  id->actor is set in
- * every case. */
+ * key, APR_EINVAL when its row holds a value that cannot be an identity
+ * (an id longer than AURA_ID_MAX or outside [A-Za-z0-9._-], a plan that
+ * is not printable: logged, refused whole, never truncated), another
+ * error when the store cannot say.  id->actor is set in every case. */
 apr_status_t aura_keystore_lookup(request_rec *r, const char *key,
                                   aura_key_identity_t *id);
 void aura_keystore_invalidate_project(const char *project);
@@ -487,11 +533,15 @@ apr_global_mutex_t *aura_shm_mutex(void);
 apr_status_t aura_ratelimit_post_config(apr_pool_t *pconf, server_rec *s);
 apr_uint64_t aura_clock_ns(void);
 apr_uint64_t aura_ceil_div(apr_uint64_t a, apr_uint64_t b);
-/* Keyed hash (the segment's secret) of a stage tag, a name, bytes. */
+/* Keyed hash (the segment's secret) of a stage tag, a name, bytes; 0
+ * when tag, name and bytes exceed 512 bytes together (refused, never
+ * cut: callers must not use 0 as a key). */
+#define AURA_LIMITER_KEY_MAX 512
 apr_uint64_t aura_limiter_key(const char *tag, const char *name,
                               const unsigned char *bytes, apr_size_t n);
-/* Count and log (once a minute) a request admitted for want of a slot. */
-void aura_limiter_full(request_rec *r);
+/* Count and log (once a minute per table) a request admitted for want
+ * of a slot in table n. */
+void aura_limiter_full(request_rec *r, int n);
 /* Sets header to "policy";k1=a;k2=b (draft-ietf-httpapi-ratelimit-headers). */
 void aura_limit_header(request_rec *r, const char *name, const char *policy,
                        char k1, apr_uint64_t a, char k2, apr_uint64_t b);
@@ -530,6 +580,13 @@ void aura_http_target(request_rec *r, const char *origin, const char *url,
 int aura_http_fixups(request_rec *r);
 void aura_http_register(void);
 void aura_http_insert_filter(request_rec *r);
+/* Removes every header of the gateway's namespace (any spelling,
+ * aura_envelope_own_header()) from t. */
+void aura_unset_owned(apr_pool_t *p, apr_table_t *t);
+/* Whether aura_auth_bearer() verified r's token (aura_jwks.c); the
+ * forwarding paths drop Authorization from headers when it did not. */
+int aura_bearer_verified(const request_rec *r);
+void aura_forward_credentials(request_rec *r, apr_table_t *headers);
 
 /* aura_dbrouter.c: /v1/db (AuraDBRouter On).  OK: nothing to do or
  * decided (the request may now be a proxy request); else an error
@@ -548,6 +605,10 @@ void aura_take_query_key(request_rec *r, aura_request_t *rq);
 /* aura_headers.c: CORS and security headers on every response. */
 void aura_headers_register(void);
 void aura_insert_headers_filter(request_rec *r);
+/* For an upgrade mod_proxy is about to forward: the upstream's 101,
+ * which mod_proxy_http writes past every request filter, gets the
+ * gateway's X-Request-Id and security headers. */
+void aura_headers_arm_upgrade(request_rec *r);
 
 /* aura_natsproxy.c */
 int aura_natsproxy_handler(request_rec *r);
@@ -560,13 +621,17 @@ void aura_insert_problem_filter(request_rec *r);
 /* Draws the child's key of the request id and trace generator. */
 void aura_reqid_child_init(void);
 const char *aura_reqid_pick(request_rec *r);
-/* The trace id; r's traceparent is set to what goes upstream. */
-const char *aura_trace_begin(request_rec *r);
+/* Sets rq's trace id, traceparent and tracestate from r's headers. */
+void aura_trace_begin(request_rec *r, aura_request_t *rq);
 
 /* aura_accesslog.c: %{name}^au for mod_log_config, the traffic tables. */
 void aura_accesslog_pre_config(apr_pool_t *pconf);
 int aura_accesslog_check(apr_pool_t *ptemp);
 int aura_log_transaction(request_rec *r);
+/* aura_redact.c's rule on the request line and the unparsed URI. */
+void aura_redact_request(request_rec *r);
+/* The same on the query string, right before mod_log_config. */
+int aura_redact_log_transaction(request_rec *r);
 
 /* aura_metrics.c */
 int aura_metrics_handler(request_rec *r);

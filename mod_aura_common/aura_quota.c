@@ -42,6 +42,10 @@
 #define LEASE_MAX       100
 #define LEASE_TTL_NS    (1000 * NS_PER_MS)
 #define LEASE_SLOTS     256                     /* a power of two */
+/* Longest "d:<project>:<actor>" a quota key takes: room for the tag
+ * ("lease", "actor"), the NULs and the quota's 16 bytes within
+ * AURA_LIMITER_KEY_MAX. */
+#define QUOTA_ID_MAX    (AURA_LIMITER_KEY_MAX - 32)
 
 typedef struct {
     apr_uint64_t key;           /* 0: free */
@@ -114,16 +118,20 @@ static apr_uint32_t now_ms(void)
 
 /* The keyed hash of an actor under a quota, for a table of tag's: the
  * quota is part of the key, so that one actor under two quotas has two
- * entries, not one with two rates.  Never 0 (a free lease slot). */
+ * entries, not one with two rates.  Odd (never 0, a free lease slot) on
+ * success; 0 when the id is too long for a key (aura_limit_actor()
+ * refuses such ids first, so 0 is a bug caught, not a path). */
 static apr_uint64_t quota_key(const char *tag, const char *id,
                               const aura_quota_t *q)
 {
     apr_int64_t quota[2];
+    apr_uint64_t key;
 
     quota[0] = q->limit;
     quota[1] = q->window_s;
-    return aura_limiter_key(tag, id, (const unsigned char *)quota,
-                            sizeof(quota)) | 1;
+    key = aura_limiter_key(tag, id, (const unsigned char *)quota,
+                           sizeof(quota));
+    return key ? key | 1 : 0;
 }
 
 static apr_int64_t lease_size(const aura_quota_t *q)
@@ -191,7 +199,7 @@ static apr_status_t decide_redis(request_rec *r, const char *id,
     }
     if (want > 1) {
         key = quota_key("lease", id, q);
-        if (lease_take(key, q, out)) {
+        if (key && lease_take(key, q, out)) {
             aura_count(AURA_CTR_ACTOR_LEASE);
             return APR_SUCCESS;
         }
@@ -233,7 +241,7 @@ static void decide_local(request_rec *r, const char *id,
     apr_int64_t share = q->limit / instances;
     aura_limiter_slot_t *slots;
     aura_gcra_result_t res;
-    apr_uint64_t sets;
+    apr_uint64_t sets, key;
     aura_gcra_t g;
 
     share = share > 0 ? share : 1;
@@ -242,17 +250,22 @@ static void decide_local(request_rec *r, const char *id,
     out->admitted = 1;
     out->limit = share;
     out->remaining = share;
-    slots = aura_shm_limiter(&sets);
-    if (!slots || aura_gcra_init(&g, (apr_uint64_t)share,
-                                 (apr_uint64_t)q->window_s,
-                                 (apr_uint64_t)share) != APR_SUCCESS) {
+    if (!aura_shm_table(AURA_TABLE_ACTOR, &slots, &sets)
+        || aura_gcra_init(&g, (apr_uint64_t)share,
+                          (apr_uint64_t)q->window_s,
+                          (apr_uint64_t)share) != APR_SUCCESS) {
         return;
     }
-    if (aura_limiter_take(slots, sets, quota_key("actor", id, q), &g,
+    if (!(key = quota_key("actor", id, q))) {
+        /* Unreachable (see aura_limit_actor()): refused, not shared. */
+        out->admitted = 0;
+        out->retry_after_ms = 1000;
+        return;
+    }
+    if (aura_limiter_take(slots, sets, key, &g,
                           aura_clock_ns(), &res) == AURA_LIMIT_FULL) {
         /* No slot: admitted, and the whole share is what it knows. */
-        aura_count(AURA_CTR_IP_TABLE_FULL);
-        aura_limiter_full(r);
+        aura_limiter_full(r, AURA_TABLE_ACTOR);
         return;
     }
     out->admitted = res.admitted;
@@ -279,6 +292,15 @@ AURA_DECLARE(int) aura_limit_actor(request_rec *r)
          ? apr_pstrcat(r->pool, "d:", rq->project ? rq->project : "-", ":",
                        rq->actor, NULL)
          : apr_pstrcat(r->pool, "m:", rq->actor, NULL);
+    /* Identity is bounded where it enters (AURA_SUB_MAX, AURA_ID_MAX),
+     * far below a limiter key; should a longer one ever get here, it is
+     * refused, never cut (two actors would share a quota). */
+    if (strlen(id) > QUOTA_ID_MAX) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, AURA_LOGNO(00302)
+                      "actor id of %" APR_SIZE_T_FMT " bytes is too long "
+                      "for a quota key: request refused", strlen(id));
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
     if (decide_redis(r, id, q, &res) != APR_SUCCESS) {
         decide_local(r, id, q, &res);
     }

@@ -30,7 +30,7 @@
 #define NS_PER_S  APR_UINT64_C(1000000000)
 /* "Table full" is logged at most once per this many seconds. */
 #define FULL_LOG_INTERVAL 60
-#define MAX_KEY 512
+#define MAX_KEY AURA_LIMITER_KEY_MAX
 
 /* Written in post_config only. */
 static const aura_zone_t *default_zone;
@@ -98,34 +98,58 @@ static apr_size_t address_bytes(const request_rec *r, int v6_prefix,
     return 5;
 }
 
-/* Keyed hash of a stage tag, a name and some bytes. */
+/* Keyed hash of a stage tag, a name and some bytes; 0 when they do not
+ * fit in MAX_KEY together (nothing is written then: the name may be an
+ * actor's, i.e. a client's, and cutting it would merge two actors). */
 apr_uint64_t aura_limiter_key(const char *tag, const char *name,
                                 const unsigned char *bytes, apr_size_t n)
 {
     unsigned char buf[MAX_KEY];
     apr_size_t t = strlen(tag) + 1, m = strlen(name) + 1;
+    apr_uint64_t key;
 
-    if (t + m + n > sizeof(buf)) {
-        n = sizeof(buf) - t - m;   /* names are bounded well below this */
+    if (t > sizeof(buf) || m > sizeof(buf) - t
+        || n > sizeof(buf) - t - m) {
+        return 0;
     }
     memcpy(buf, tag, t);
     memcpy(buf + t, name, m);
-    memcpy(buf + t + m, bytes, n);
-    return aura_siphash24(aura_shm_hash_key(), buf, t + m + n);
+    if (n) {
+        memcpy(buf + t + m, bytes, n);
+    }
+    key = aura_siphash24(aura_shm_hash_key(), buf, t + m + n);
+    return key ? key : 1;   /* 0 means "does not fit" only */
 }
 
-void aura_limiter_full(request_rec *r)
+/* Per table: a flood that fills one zone's table is logged (and
+ * counted) as that zone's, and does not silence the line of another. */
+void aura_limiter_full(request_rec *r, int n)
 {
-    volatile apr_uint64_t *last = aura_shm_flag(AURA_FLAG_FULL_LOGGED);
-    apr_uint64_t now = (apr_uint64_t)apr_time_sec(apr_time_now());
-    apr_uint64_t was = apr_atomic_read64(last);
+    aura_limiter_slot_t *slots;
+    apr_uint64_t sets, was, now = (apr_uint64_t)apr_time_sec(apr_time_now());
+    aura_shm_table_t *t = aura_shm_table(n, &slots, &sets);
 
-    if (now - was >= FULL_LOG_INTERVAL
-        && apr_atomic_cas64(last, now, was) == was) {
+    aura_count(AURA_CTR_IP_TABLE_FULL);
+    if (!t) {
+        return;
+    }
+    apr_atomic_inc64(&t->full);
+    was = apr_atomic_read64(&t->full_logged);
+    if (now - was < FULL_LOG_INTERVAL
+        || apr_atomic_cas64(&t->full_logged, now, was) != was) {
+        return;
+    }
+    if (n == AURA_TABLE_ACTOR) {
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, AURA_LOGNO(00600)
+                      "actor quota fallback table full: requests admitted "
+                      "without a local quota (raise AuraRateLimitEntries; "
+                      "logged once a minute)");
+    }
+    else {
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, AURA_LOGNO(00080)
-                      "rate-limit table full: requests admitted without a "
-                      "limit (per-address, or actor fallback; raise "
-                      "AuraRateLimitEntries; logged once a minute)");
+                      "rate-limit zone %s full: requests admitted without a "
+                      "per-address limit in this zone only (raise its "
+                      "entries=; logged once a minute per zone)", t->name);
     }
 }
 
@@ -190,11 +214,13 @@ AURA_DECLARE(int) aura_limit_ip(request_rec *r)
     int prefix = aura_server_conf(r->server)->ipv6_prefix;
     unsigned char addr[17];
     aura_limiter_slot_t *slots;
+    aura_shm_table_t *t;
     aura_gcra_result_t res;
     apr_uint64_t sets, key;
     apr_size_t n;
 
-    if (!z || z == &aura_zone_off || !(slots = aura_shm_limiter(&sets))) {
+    if (!z || z == &aura_zone_off
+        || !(t = aura_shm_table(z->table, &slots, &sets))) {
         return OK;
     }
     n = address_bytes(r, prefix != AURA_UNSET ? prefix
@@ -206,13 +232,13 @@ AURA_DECLARE(int) aura_limit_ip(request_rec *r)
     case AURA_LIMIT_ADMITTED:
         return OK;
     case AURA_LIMIT_FULL:
-        aura_count(AURA_CTR_IP_TABLE_FULL);
-        aura_limiter_full(r);
+        aura_limiter_full(r, z->table);
         return OK;
     default:
         break;
     }
     aura_count(AURA_CTR_IP_REJECTED);
+    apr_atomic_inc64(&t->rejected);
     ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(00081)
                   "zone %s: %s over its rate", z->name, r->useragent_ip);
     /* GCRA as a quota: the burst, refilled over burst/rate seconds. */

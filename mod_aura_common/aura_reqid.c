@@ -91,23 +91,27 @@ const char *aura_reqid_pick(request_rec *r)
     return id;
 }
 
-const char *aura_trace_begin(request_rec *r)
+void aura_trace_begin(request_rec *r, aura_request_t *rq)
 {
     aura_traceparent_t t;
     unsigned char rnd[16];
     char *value = apr_palloc(r->pool, AURA_TRACEPARENT_LEN + 1);
 
+    rq->tracestate = NULL;
     if (!aura_traceparent_parse(apr_table_get(r->headers_in, "traceparent"),
                                 &t)) {
         random_bytes(rnd, 16);
         aura_trace_hex_id(rnd, 16, t.trace_id);
         t.flags = 0x01;
-        apr_table_unset(r->headers_in, "tracestate");
+    }
+    else {
+        /* Repeated lines form one list (W3C trace context 3.3.1.1). */
+        rq->tracestate = apr_table_getm(r->pool, r->headers_in, "tracestate");
     }
     random_bytes(rnd, 8);
     aura_trace_hex_id(rnd, 8, t.parent_id);
     aura_traceparent_format(&t, value);
-    apr_table_setn(r->headers_in, "traceparent", value);
+    rq->traceparent = value;
     /* The trace id is characters 3 to 34 of the value. */
-    return apr_pstrmemdup(r->pool, value + 3, 32);
+    rq->trace_id = apr_pstrmemdup(r->pool, value + 3, 32);
 }

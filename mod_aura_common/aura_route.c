@@ -7,11 +7,13 @@
  * a <Directory> section must not apply to it.
  */
 #include "aura_private.h"
+#include "aura_path.h"
 
 #include "http_core.h"
 #include "http_protocol.h"
 #include "http_request.h"
 #include "apr_strings.h"
+#include "apr_uri.h"
 
 #define FILENAME_PREFIX "aura:"
 
@@ -49,6 +51,29 @@ AURA_DECLARE(aura_request_t *) aura_request_get(request_rec *r)
     return NULL;
 }
 
+/* The path of the request target as sent.  Not r->parsed_uri.path:
+ * ap_parse_uri strips leading slashes before parsing ("//v1/x" would be
+ * "/v1/x" there), and httpd decodes and normalizes it in place later. */
+static const char *raw_path(request_rec *r)
+{
+    const char *u = r->unparsed_uri;
+    apr_uri_t uri;
+
+    if (!u || r->method_number == M_CONNECT || !strcmp(u, "*")) {
+        return NULL;
+    }
+    if (u[0] == '/') {
+        return apr_pstrmemdup(r->pool, u, strcspn(u, "?#"));
+    }
+    /* absolute-form, "http://host/path?query"; "http://host" has no
+     * path, which httpd takes as "/".  Anything else stays as sent, and
+     * aura_path_check refuses it (it does not start with "/"). */
+    if (apr_uri_parse(r->pool, u, &uri) == APR_SUCCESS && uri.scheme) {
+        return uri.path ? uri.path : "";
+    }
+    return apr_pstrmemdup(r->pool, u, strcspn(u, "?#"));
+}
+
 AURA_DECLARE(aura_request_t *) aura_request_begin(request_rec *r,
                                                   aura_plane_e plane)
 {
@@ -61,16 +86,41 @@ AURA_DECLARE(aura_request_t *) aura_request_begin(request_rec *r,
     rq->plane = plane;
     rq->start = r->request_time;
     rq->request_id = aura_reqid_pick(r);
-    rq->trace_id = aura_trace_begin(r);
+    aura_trace_begin(r, rq);
     /* For ErrorLogFormat's %{aura-request-id}n: every error log line of
      * the request can carry it (docs/logging.md). */
     apr_table_setn(r->notes, "aura-request-id", rq->request_id);
     ap_set_module_config(r->request_config, &aura_common_module, rq);
+    rq->raw_path = raw_path(r);
     aura_take_query_key(r, rq);
     /* err_headers_out: on every response, errors included. */
     apr_table_setn(r->err_headers_out, "X-Request-Id", rq->request_id);
     aura_count(AURA_CTR_REQUESTS);
     return rq;
+}
+
+AURA_DECLARE(int) aura_request_path_check(request_rec *r)
+{
+    aura_request_t *rq = aura_request_get(r);
+    const char *raw = rq ? rq->raw_path : NULL;
+    const char *why = NULL;
+
+    /* Internal redirects carry a path from the configuration; "OPTIONS *"
+     * and CONNECT have none. */
+    if (!ap_is_initial_req(r) || !raw) {
+        return DECLINED;
+    }
+    /* An absolute-form target without a path ("http://host") is "/"
+     * to httpd. */
+    if (!*raw || aura_path_check(raw, strlen(raw), &why) == APR_SUCCESS) {
+        return DECLINED;
+    }
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, AURA_LOGNO(00400)
+                  "path refused: %s", why);
+    aura_problem_note(r, "invalid-request", apr_pstrcat(r->pool,
+                      "path refused (", why, "): send it in its "
+                      "normalized form (docs/envelope.md)", NULL));
+    return HTTP_BAD_REQUEST;
 }
 
 apr_off_t aura_declared_length(request_rec *r)

@@ -18,6 +18,7 @@
  * re-opened in child_init) is for allocation and eviction only.
  */
 #include "aura_private.h"
+#include "aura_layout.h"
 
 #include "http_core.h"
 #include "util_mutex.h"
@@ -26,43 +27,78 @@
 #include "apr_strings.h"
 
 #include <jansson.h>
+#include <stdlib.h>
 
 #define AURA_SHM_MAGIC    0x41555241u /* "AURA" */
-#define AURA_SHM_LAYOUT   7u
+/* A change of meaning that no sizeof or offsetof shows (how the bits of
+ * a breaker word or a TAT are read) must bump this.  A change of layout
+ * needs nothing: the fingerprint below sees it. */
+#define AURA_SHM_ENCODING 1u
 #define AURA_MUTEX_TYPE   "aura-shm"
-#define AURA_RETAINED_KEY "mod_aura_common-shm"
+/* "-2": the retained data of builds before the fingerprint had another
+ * shape; a new key makes such a build's segment a stranger, dropped
+ * with the old process image, instead of misread. */
+#define AURA_RETAINED_KEY "mod_aura_common-shm-2"
+/* The sum of the tables may not exceed this (each directive has its own
+ * bound; this one bounds their sum, and keeps every total far from
+ * overflowing 64 bits). */
+#if APR_SIZEOF_VOIDP >= 8
+#define AURA_SHM_MAX      (APR_UINT64_C(4) << 30)
+#else
+#define AURA_SHM_MAX      (APR_UINT64_C(1) << 30)
+#endif
+#define AURA_TABLES_MAX   (AURA_MAX_ZONES + 1)
 
 /*
- * Layout (offsets from the base, all 8-byte aligned):
+ * Layout (offsets from the base, all 64-byte aligned):
  *
  *   +-----------------------------+ 0
- *   | aura_shm_header_t           |  magic, layout, size, identity,
- *   |                             |  counters
+ *   | aura_shm_header_t           |  magic, encoding, size, fingerprint,
+ *   |                             |  identity, counters, offsets below
  *   +-----------------------------+ JWKS_OFFSET = APR_ALIGN(header, 64)
  *   | aura_shm_jwks_t [16]        |  one JWKS document per VirtualHost
- *   |                             |  (version, last refresh, bytes)
- *   +-----------------------------+ LIMITER_OFFSET = APR_ALIGN(..., 64)
- *   | aura_limiter_slot_t         |  the rate limiters' GCRA table:
- *   |   [sets * 8]                |  AuraRateLimitEntries rounded up
- *   +-----------------------------+ targets_offset(sets)
+ *   +-----------------------------+ tables_offset
+ *   | aura_shm_table_t [tables]   |  the directory of the rate-limit
+ *   |                             |  tables: 1 = the actor fallback,
+ *   |                             |  2.. = the zones in name order
+ *   +-----------------------------+ table 1's offset
+ *   | aura_limiter_slot_t         |  the actor fallback's GCRA table
+ *   |   [sets * 8]                |  (AuraRateLimitEntries)
+ *   +-----------------------------+ table 2's offset ...
+ *   | aura_limiter_slot_t         |  one GCRA table per zone (its
+ *   |   [sets * 8]  per zone      |  entries=, else AuraRateLimitEntries)
+ *   +-----------------------------+ targets_offset
  *   | aura_target_slot_t          |  breakers of dedicated PostgREST
  *   |   [targets]                 |  targets (AuraTargetBreakerEntries)
  *   +-----------------------------+ size
  *
- * The two tables' dimensions are the segment's geometry: a restart that
- * changes either rebuilds it (not its size alone: two geometries may
- * have the same size).
+ * A zone's table is its own: a flood of addresses that fills it puts
+ * that zone, and no other, into the fail-open state of aura_limiter.h.
+ *
+ * The segment is kept across a restart only when the new configuration
+ * and build would lay it out identically: same fingerprint (a hash of
+ * the layout table below, of the encoding and of the geometry: the
+ * tables' names and sizes, the targets), same size, and a directory
+ * that passes aura_shm_validate().  Reordering zones keeps it (tables
+ * are laid out in name order); adding, removing or resizing one
+ * rebuilds it (AURA00002 says which).
  */
 struct aura_shm_header_t {
+    /* The first four words are read from a segment of another build
+     * (rebuild_reason()): never move them. */
     apr_uint32_t magic;
-    apr_uint32_t layout;
+    apr_uint32_t encoding;           /* AURA_SHM_ENCODING */
     apr_uint64_t size;
+    apr_uint64_t fingerprint;        /* layout table, encoding, geometry */
+    apr_uint64_t layout;             /* the layout table's alone */
     apr_time_t created;              /* when this segment was built */
     unsigned char hash_key[16];      /* keyed hashing of attacker keys */
     char id[33];                     /* hex of 16 random bytes */
     char pad[7];
     volatile apr_uint64_t configs;   /* configuration passes seen */
-    apr_uint64_t limiter_sets;       /* sets of the limiter table */
+    apr_uint64_t tables;             /* records of the table directory */
+    apr_uint64_t tables_offset;      /* of the directory */
+    apr_uint64_t targets_offset;     /* of the target table */
     apr_uint64_t target_slots;       /* slots of the target table */
     volatile apr_uint64_t counters[AURA_CTR_COUNT];
     volatile apr_uint64_t breakers[AURA_BREAKERS];
@@ -76,16 +112,62 @@ struct aura_shm_header_t {
 _Static_assert(sizeof(apr_uint64_t) == 8 && __atomic_always_lock_free(8, 0),
                "shared counters need lock-free 64-bit atomics");
 
+/* Every struct that lives in the segment, every member of each: what
+ * decides, with the geometry, whether a kept segment can be read by
+ * this build.  A member added to one of these structs must be added
+ * here (a struct added to the segment too); the unit test of
+ * aura_layout.c shows that one moved offset changes the hash. */
+#define M(type, member) AURA_LAYOUT_MEMBER(type, member)
+static const aura_layout_row_t layout_rows[] = {
+    AURA_LAYOUT_STRUCT(aura_shm_header_t),
+    M(aura_shm_header_t, magic), M(aura_shm_header_t, encoding),
+    M(aura_shm_header_t, size), M(aura_shm_header_t, fingerprint),
+    M(aura_shm_header_t, layout), M(aura_shm_header_t, created),
+    M(aura_shm_header_t, hash_key), M(aura_shm_header_t, id),
+    M(aura_shm_header_t, pad), M(aura_shm_header_t, configs),
+    M(aura_shm_header_t, tables), M(aura_shm_header_t, tables_offset),
+    M(aura_shm_header_t, targets_offset),
+    M(aura_shm_header_t, target_slots), M(aura_shm_header_t, counters),
+    M(aura_shm_header_t, breakers), M(aura_shm_header_t, flags),
+    M(aura_shm_header_t, requests), M(aura_shm_header_t, latency),
+    M(aura_shm_header_t, latency_sum_us),
+    AURA_LAYOUT_STRUCT(aura_shm_jwks_t),
+    M(aura_shm_jwks_t, last_refresh), M(aura_shm_jwks_t, version),
+    M(aura_shm_jwks_t, len), M(aura_shm_jwks_t, doc),
+    AURA_LAYOUT_STRUCT(aura_shm_table_t),
+    M(aura_shm_table_t, name), M(aura_shm_table_t, offset),
+    M(aura_shm_table_t, sets), M(aura_shm_table_t, full),
+    M(aura_shm_table_t, rejected), M(aura_shm_table_t, full_logged),
+    AURA_LAYOUT_STRUCT(aura_limiter_slot_t),
+    M(aura_limiter_slot_t, key), M(aura_limiter_slot_t, tat),
+    AURA_LAYOUT_STRUCT(aura_target_slot_t),
+    M(aura_target_slot_t, key), M(aura_target_slot_t, word),
+    M(aura_target_slot_t, used), M(aura_target_slot_t, name),
+};
+#undef M
+
+/* One rate-limit table of the geometry. */
 typedef struct {
-    apr_uint64_t sets;               /* limiter table */
-    apr_uint64_t targets;            /* target breaker table */
+    const char *name;                /* the zone; "" for the actor table */
+    apr_uint64_t sets;
+    apr_uint64_t offset;
+} table_geometry_t;
+
+/* What the configuration asks of the segment. */
+typedef struct {
+    int ntables;
+    table_geometry_t t[AURA_TABLES_MAX];
+    apr_uint64_t tables_offset;
+    apr_uint64_t targets_offset;
+    apr_uint64_t targets;
+    apr_uint64_t size;
+    apr_uint64_t layout;
+    apr_uint64_t fingerprint;
 } geometry_t;
 
 typedef struct {
     apr_shm_t *shm;
     apr_size_t size;
-    apr_uint32_t layout;
-    geometry_t geometry;
 } aura_shm_retained_t;
 
 /* Written in post_config (parent) and child_init only. */
@@ -93,14 +175,6 @@ static aura_shm_header_t *shm_base;
 static apr_global_mutex_t *shm_mutex;
 
 #define JWKS_OFFSET APR_ALIGN(sizeof(aura_shm_header_t), 64)
-#define LIMITER_OFFSET \
-    APR_ALIGN(JWKS_OFFSET + AURA_JWKS_SLOTS * sizeof(aura_shm_jwks_t), 64)
-
-static apr_size_t targets_offset(apr_uint64_t sets)
-{
-    return APR_ALIGN(LIMITER_OFFSET + sets * AURA_LIMITER_WAYS
-                     * sizeof(aura_limiter_slot_t), 64);
-}
 
 /* Names in aura_shm_describe(), indexed by aura_counter_e. */
 static const char *const counter_names[AURA_CTR_COUNT] = {
@@ -112,38 +186,135 @@ static const char *const counter_names[AURA_CTR_COUNT] = {
     "breaker_half_opened", "breaker_closed", "actor_lease"
 };
 
-static geometry_t geometry_of(server_rec *s)
+/* *off += n, 64-byte aligned, refused beyond AURA_SHM_MAX (so never
+ * near a wrap: each n is below it too). */
+static int grow(apr_uint64_t *off, apr_uint64_t n)
+{
+    if (n > AURA_SHM_MAX || *off > AURA_SHM_MAX - n) {
+        return 0;
+    }
+    *off = APR_ALIGN(*off + n, 64);
+    return *off <= AURA_SHM_MAX;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp((*(aura_zone_t *const *)a)->name,
+                  (*(aura_zone_t *const *)b)->name);
+}
+
+/* The geometry of this configuration, its offsets and fingerprint.
+ * NULL, or why it cannot be laid out. */
+static const char *geometry_of(apr_pool_t *pconf, apr_pool_t *p,
+                               server_rec *s, geometry_t *g)
 {
     const aura_server_conf_t *c = aura_server_conf(s);
-    geometry_t g;
+    apr_array_header_t *zones = apr_array_copy(p, aura_zones(pconf));
+    apr_uint64_t entries = c->limiter_entries != AURA_UNSET
+                           ? (apr_uint64_t)c->limiter_entries
+                           : AURA_DEFAULT_LIMITER_ENTRIES;
+    apr_uint64_t off = JWKS_OFFSET, h;
+    int i;
 
-    g.sets = aura_limiter_sets(c->limiter_entries != AURA_UNSET
-                               ? (apr_uint64_t)c->limiter_entries
-                               : AURA_DEFAULT_LIMITER_ENTRIES);
+    memset(g, 0, sizeof(*g));
+    if (zones->nelts + 1 > AURA_TABLES_MAX) {
+        return apr_psprintf(p, "%d zones, more than %d", zones->nelts,
+                            AURA_MAX_ZONES);
+    }
+    qsort(zones->elts, zones->nelts, sizeof(aura_zone_t *), by_name);
+    g->ntables = zones->nelts + 1;
+    g->t[0].name = "";
+    g->t[0].sets = aura_limiter_sets(entries);
+    for (i = 0; i < zones->nelts; i++) {
+        const aura_zone_t *z = APR_ARRAY_IDX(zones, i, aura_zone_t *);
+
+        g->t[1 + i].name = z->name;
+        g->t[1 + i].sets = aura_limiter_sets(z->entries ? z->entries
+                                                        : entries);
+    }
     /* A power of two: the slot is the hash's low bits. */
-    for (g.targets = 16;
-         g.targets < (apr_uint64_t)(c->target_entries != AURA_UNSET
-                                    ? c->target_entries
-                                    : AURA_DEFAULT_TARGET_ENTRIES);
-         g.targets <<= 1) {
+    for (g->targets = 16;
+         g->targets < (apr_uint64_t)(c->target_entries != AURA_UNSET
+                                     ? c->target_entries
+                                     : AURA_DEFAULT_TARGET_ENTRIES);
+         g->targets <<= 1) {
         continue;
     }
-    return g;
+    if (!grow(&off, (apr_uint64_t)AURA_JWKS_SLOTS
+                    * sizeof(aura_shm_jwks_t))) {
+        return "the JWKS slots do not fit";
+    }
+    g->tables_offset = off;
+    if (!grow(&off, (apr_uint64_t)g->ntables * sizeof(aura_shm_table_t))) {
+        return "the table directory does not fit";
+    }
+    for (i = 0; i < g->ntables; i++) {
+        g->t[i].offset = off;
+        /* sets <= 2^21 (entries <= 2^24), slots of 16 bytes: no wrap. */
+        if (!grow(&off, g->t[i].sets * AURA_LIMITER_WAYS
+                        * sizeof(aura_limiter_slot_t))) {
+            return apr_psprintf(p, "the rate-limit tables need more than "
+                                "the %" APR_UINT64_T_FMT " MiB a segment "
+                                "may have (at %s)",
+                                (apr_uint64_t)(AURA_SHM_MAX >> 20),
+                                *g->t[i].name ? g->t[i].name
+                                              : "the actor fallback table");
+        }
+    }
+    g->targets_offset = off;
+    if (!grow(&off, g->targets * sizeof(aura_target_slot_t))) {
+        return "the target breaker table does not fit";
+    }
+    g->size = off;
+
+    g->layout = aura_layout_fingerprint(layout_rows, sizeof(layout_rows)
+                                                     / sizeof(layout_rows[0]));
+    h = aura_layout_mix(g->layout, AURA_SHM_ENCODING);
+    h = aura_layout_mix(h, AURA_JWKS_SLOTS);
+    h = aura_layout_mix(h, AURA_LIMITER_WAYS);
+    /* Also in the counter array's sizeof; named here for the reader. */
+    h = aura_layout_mix(h, AURA_CTR_COUNT);
+    h = aura_layout_mix(h, (apr_uint64_t)g->ntables);
+    for (i = 0; i < g->ntables; i++) {
+        h = aura_layout_mix_str(h, g->t[i].name);
+        h = aura_layout_mix(h, g->t[i].sets);
+        h = aura_layout_mix(h, g->t[i].offset);
+    }
+    h = aura_layout_mix(h, g->targets);
+    h = aura_layout_mix(h, g->targets_offset);
+    g->fingerprint = aura_layout_mix(h, g->size);
+    return NULL;
 }
 
-static apr_size_t segment_size(const geometry_t *g)
+static aura_shm_table_t *directory(aura_shm_header_t *h)
 {
-    return APR_ALIGN(targets_offset(g->sets)
-                     + g->targets * sizeof(aura_target_slot_t), 64);
+    return (aura_shm_table_t *)((char *)h + h->tables_offset);
 }
 
-aura_limiter_slot_t *aura_shm_limiter(apr_uint64_t *sets)
+aura_shm_table_t *aura_shm_table(int n, aura_limiter_slot_t **slots,
+                                 apr_uint64_t *sets)
 {
-    if (!shm_base) {
+    aura_shm_table_t *t;
+
+    if (!shm_base || n < 1 || (apr_uint64_t)n > shm_base->tables) {
         return NULL;
     }
-    *sets = shm_base->limiter_sets;
-    return (aura_limiter_slot_t *)((char *)shm_base + LIMITER_OFFSET);
+    t = directory(shm_base) + (n - 1);
+    *slots = (aura_limiter_slot_t *)((char *)shm_base + t->offset);
+    *sets = t->sets;
+    return t;
+}
+
+int aura_shm_zone_table(const char *name)
+{
+    apr_uint64_t i;
+
+    for (i = 0; shm_base && i < shm_base->tables; i++) {
+        if (!strcmp(directory(shm_base)[i].name, name)) {
+            return (int)i + 1;
+        }
+    }
+    return 0;
 }
 
 aura_target_slot_t *aura_shm_targets(apr_uint64_t *n)
@@ -153,7 +324,7 @@ aura_target_slot_t *aura_shm_targets(apr_uint64_t *n)
     }
     *n = shm_base->target_slots;
     return (aura_target_slot_t *)((char *)shm_base
-                                  + targets_offset(shm_base->limiter_sets));
+                                  + shm_base->targets_offset);
 }
 
 volatile apr_uint64_t *aura_shm_breaker(int i)
@@ -254,7 +425,163 @@ apr_status_t aura_shm_pre_config(apr_pool_t *pconf)
                              0);
 }
 
-static apr_status_t build_segment(aura_shm_retained_t *ret, apr_size_t size,
+/* The directory of h, checked against the segment's bounds: each
+ * table inside the segment, after the previous one, a power of two of
+ * sets, names terminated, the actor's table first and the zones in
+ * strictly increasing name order (so a name finds one table). */
+static const char *check_directory(const aura_shm_header_t *h,
+                                   apr_pool_t *p)
+{
+    const aura_shm_table_t *d;
+    apr_uint64_t i, end;
+
+    if (h->tables < 1 || h->tables > AURA_TABLES_MAX
+        || h->tables_offset < JWKS_OFFSET || h->tables_offset % 64
+        || h->tables_offset > h->size
+        || h->tables * sizeof(*d) > h->size - h->tables_offset
+        || h->targets_offset > h->size || h->targets_offset % 64
+        || h->target_slots * sizeof(aura_target_slot_t)
+           > h->size - h->targets_offset) {
+        return "the header's offsets lie outside the segment";
+    }
+    d = (const aura_shm_table_t *)((const char *)h + h->tables_offset);
+    end = h->tables_offset + h->tables * sizeof(*d);
+    for (i = 0; i < h->tables; i++) {
+        const char *name = d[i].name;
+        apr_uint64_t sets = d[i].sets;
+
+        if (!memchr(name, '\0', AURA_TABLE_NAME)) {
+            return apr_psprintf(p, "table %" APR_UINT64_T_FMT ": its name "
+                                "is not terminated", i + 1);
+        }
+        if (!sets || (sets & (sets - 1))
+            || sets > (apr_uint64_t)AURA_MAX_LIMITER_ENTRIES) {
+            return apr_psprintf(p, "table %" APR_UINT64_T_FMT " (%s): %"
+                                APR_UINT64_T_FMT " sets", i + 1, name, sets);
+        }
+        if (d[i].offset % 64 || d[i].offset < end
+            || d[i].offset > h->targets_offset
+            || sets * AURA_LIMITER_WAYS * sizeof(aura_limiter_slot_t)
+               > h->targets_offset - d[i].offset) {
+            return apr_psprintf(p, "table %" APR_UINT64_T_FMT " (%s) lies "
+                                "outside its place", i + 1, name);
+        }
+        if (i == 0 ? *name != '\0'
+                   : !*name || (i > 1 && strcmp(d[i - 1].name, name) >= 0)) {
+            return apr_psprintf(p, "table %" APR_UINT64_T_FMT " (%s) is "
+                                "out of order", i + 1, name);
+        }
+        end = d[i].offset
+              + sets * AURA_LIMITER_WAYS * sizeof(aura_limiter_slot_t);
+    }
+    return NULL;
+}
+
+/* The directory, then every slot of every table (aura_limiter_validate,
+ * aura_breaker_validate_targets).  NULL, or what is wrong. */
+static const char *validate(aura_shm_header_t *h, apr_pool_t *p)
+{
+    const char *why = check_directory(h, p);
+    apr_uint64_t i, now = aura_clock_ns();
+
+    if (!why) {
+        why = aura_breaker_validate_targets(
+            (aura_target_slot_t *)((char *)h + h->targets_offset),
+            h->target_slots, p);
+    }
+
+    for (i = 0; !why && i < h->tables; i++) {
+        aura_shm_table_t *t = directory(h) + i;
+        aura_limiter_census_t c;
+
+        if (aura_limiter_validate((aura_limiter_slot_t *)((char *)h
+                                                          + t->offset),
+                                  t->sets, now, &c) != APR_SUCCESS) {
+            why = apr_psprintf(p, "table %" APR_UINT64_T_FMT " (%s): %"
+                               APR_UINT64_T_FMT " keys in the wrong set",
+                               i + 1, t->name, c.misplaced);
+        }
+    }
+    return why;
+}
+
+const char *aura_shm_validate(apr_pool_t *p)
+{
+    return shm_base ? validate(shm_base, p) : "no segment";
+}
+
+/* Why the segment h cannot be kept for geometry g (NULL: it can). */
+static const char *rebuild_reason(aura_shm_header_t *h, const geometry_t *g,
+                                  apr_pool_t *p)
+{
+    apr_array_header_t *why = apr_array_make(p, 4, sizeof(char *));
+    const aura_shm_table_t *d;
+    apr_uint64_t i;
+    int j;
+
+    if (h->magic != AURA_SHM_MAGIC) {
+        return "its header is not mod_aura's";
+    }
+    if (h->layout != g->layout || h->encoding != AURA_SHM_ENCODING) {
+        return "the shared structures changed (another build of "
+               "mod_aura_common)";
+    }
+    if (h->fingerprint == g->fingerprint && h->size == g->size) {
+        const char *bad = validate(h, p);
+
+        return bad ? apr_pstrcat(p, "it failed validation: ", bad, NULL)
+                   : NULL;
+    }
+    /* Same structures, another geometry: name the difference. */
+    if (check_directory(h, p)) {
+        return "the geometry changed";
+    }
+    d = directory(h);
+    for (j = 0; j < g->ntables; j++) {
+        const char *name = g->t[j].name;
+
+        for (i = 0; i < h->tables && strcmp(d[i].name, name); i++) {
+            continue;
+        }
+        if (i == h->tables) {
+            APR_ARRAY_PUSH(why, char *) = apr_psprintf(p, "zone %s added",
+                                                       name);
+        }
+        else if (d[i].sets != g->t[j].sets) {
+            APR_ARRAY_PUSH(why, char *) = apr_psprintf(
+                p, "%s%s: %" APR_UINT64_T_FMT " -> %" APR_UINT64_T_FMT
+                " entries", *name ? "zone " : "the actor fallback table "
+                "(AuraRateLimitEntries)", name,
+                d[i].sets * AURA_LIMITER_WAYS,
+                g->t[j].sets * AURA_LIMITER_WAYS);
+        }
+    }
+    for (i = 0; i < h->tables; i++) {
+        for (j = 0; j < g->ntables && strcmp(d[i].name, g->t[j].name); j++) {
+            continue;
+        }
+        if (j == g->ntables) {
+            APR_ARRAY_PUSH(why, char *) = apr_psprintf(p, "zone %s removed",
+                                                       d[i].name);
+        }
+    }
+    if (h->target_slots != g->targets) {
+        APR_ARRAY_PUSH(why, char *) = apr_psprintf(
+            p, "AuraTargetBreakerEntries: %" APR_UINT64_T_FMT " -> %"
+            APR_UINT64_T_FMT, h->target_slots, g->targets);
+    }
+    if (!why->nelts) {
+        return "the geometry changed";
+    }
+    for (j = 1; j < why->nelts; j++) {
+        APR_ARRAY_IDX(why, 0, char *) = apr_pstrcat(
+            p, APR_ARRAY_IDX(why, 0, char *), ", ",
+            APR_ARRAY_IDX(why, j, char *), NULL);
+    }
+    return APR_ARRAY_IDX(why, 0, char *);
+}
+
+static apr_status_t build_segment(aura_shm_retained_t *ret,
                                   const geometry_t *g, server_rec *s)
 {
     aura_shm_header_t *h;
@@ -262,20 +589,39 @@ static apr_status_t build_segment(aura_shm_retained_t *ret, apr_size_t size,
     apr_status_t rv;
     int i;
 
-    rv = apr_shm_create(&ret->shm, size, NULL, s->process->pool);
+    rv = apr_shm_create(&ret->shm, (apr_size_t)g->size, NULL,
+                        s->process->pool);
     if (rv != APR_SUCCESS) {
         ret->shm = NULL;
         return rv;
     }
     h = apr_shm_baseaddr_get(ret->shm);
-    memset(h, 0, size);
+    memset(h, 0, (apr_size_t)g->size);
     h->magic = AURA_SHM_MAGIC;
-    h->layout = AURA_SHM_LAYOUT;
-    h->size = size;
-    h->limiter_sets = g->sets;
+    h->encoding = AURA_SHM_ENCODING;
+    h->size = g->size;
+    h->fingerprint = g->fingerprint;
+    h->layout = g->layout;
+    h->tables = (apr_uint64_t)g->ntables;
+    h->tables_offset = g->tables_offset;
+    h->targets_offset = g->targets_offset;
     h->target_slots = g->targets;
+    for (i = 0; i < g->ntables; i++) {
+        aura_shm_table_t *t = directory(h) + i;
+
+        /* Names were checked at 32 characters; refuse, never cut. */
+        if (strlen(g->t[i].name) >= sizeof(t->name)) {
+            rv = APR_EINVAL;
+            break;
+        }
+        strcpy(t->name, g->t[i].name);
+        t->offset = g->t[i].offset;
+        t->sets = g->t[i].sets;
+    }
     h->created = apr_time_now();
-    rv = apr_generate_random_bytes(h->hash_key, sizeof(h->hash_key));
+    if (rv == APR_SUCCESS) {
+        rv = apr_generate_random_bytes(h->hash_key, sizeof(h->hash_key));
+    }
     if (rv == APR_SUCCESS) {
         rv = apr_generate_random_bytes(rnd, sizeof(rnd));
     }
@@ -287,48 +633,91 @@ static apr_status_t build_segment(aura_shm_retained_t *ret, apr_size_t size,
     for (i = 0; i < 16; i++) {
         apr_snprintf(h->id + 2 * i, 3, "%02x", rnd[i]);
     }
-    ret->size = size;
-    ret->layout = AURA_SHM_LAYOUT;
-    ret->geometry = *g;
+    ret->size = (apr_size_t)g->size;
     return APR_SUCCESS;
 }
 
-apr_status_t aura_shm_post_config(apr_pool_t *pconf, server_rec *s)
+/* Also under apachectl -t: a configuration whose tables cannot be laid
+ * out does not start. */
+int aura_shm_check_config(apr_pool_t *pconf, apr_pool_t *plog,
+                          apr_pool_t *ptemp, server_rec *s)
+{
+    geometry_t g;
+    const char *err = geometry_of(pconf, ptemp, s, &g);
+
+    (void)plog;
+    if (err) {
+        ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
+                     AURA_LOGNO(00601) "the shared segment cannot be laid "
+                     "out: %s (lower AuraRateLimitEntries or the zones' "
+                     "entries=)", err);
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
+    return OK;
+}
+
+/* Each zone learns its table (by name, from the directory itself). */
+static void assign_tables(apr_pool_t *pconf)
+{
+    apr_array_header_t *zones = aura_zones(pconf);
+    int i;
+
+    for (i = 0; i < zones->nelts; i++) {
+        aura_zone_t *z = APR_ARRAY_IDX(zones, i, aura_zone_t *);
+
+        z->table = aura_shm_zone_table(z->name);
+    }
+}
+
+apr_status_t aura_shm_post_config(apr_pool_t *pconf, apr_pool_t *ptemp,
+                                  server_rec *s)
 {
     aura_shm_retained_t *ret;
-    geometry_t g = geometry_of(s);
-    apr_size_t size = segment_size(&g);
+    geometry_t g;
+    const char *why = geometry_of(pconf, ptemp, s, &g);
     apr_status_t rv;
 
+    if (why) {
+        return APR_EINVAL;         /* check_config said why */
+    }
     ret = ap_retained_data_get(AURA_RETAINED_KEY);
     if (!ret) {
         ret = ap_retained_data_create(AURA_RETAINED_KEY, sizeof(*ret));
     }
-    if (ret->shm && (ret->size != size || ret->layout != AURA_SHM_LAYOUT
-                     || memcmp(&ret->geometry, &g, sizeof(g)))) {
+    if (ret->shm
+        && (why = rebuild_reason(apr_shm_baseaddr_get(ret->shm), &g,
+                                 ptemp))) {
+        aura_shm_header_t *old = apr_shm_baseaddr_get(ret->shm);
+
         ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, s, AURA_LOGNO(00002)
                      "shared segment rebuilt: size %" APR_SIZE_T_FMT
-                     " -> %" APR_SIZE_T_FMT " bytes, layout %u -> %u "
-                     "(breaker and limiter state starts afresh)",
-                     ret->size, size, ret->layout, AURA_SHM_LAYOUT);
+                     " -> %" APR_UINT64_T_FMT " bytes, fingerprint %016"
+                     APR_UINT64_T_HEX_FMT " -> %016" APR_UINT64_T_HEX_FMT
+                     ", because %s (breaker and limiter state starts "
+                     "afresh)", ret->size, g.size,
+                     old->magic == AURA_SHM_MAGIC ? old->fingerprint : 0,
+                     g.fingerprint, why);
         /* Old children keep their own mapping until they exit. */
         apr_shm_destroy(ret->shm);
         ret->shm = NULL;
     }
     if (!ret->shm) {
-        rv = build_segment(ret, size, &g, s);
+        rv = build_segment(ret, &g, s);
         if (rv != APR_SUCCESS) {
             ap_log_error(APLOG_MARK, APLOG_EMERG, rv, s, AURA_LOGNO(00003)
                          "cannot create the shared segment of %"
-                         APR_SIZE_T_FMT " bytes", size);
+                         APR_UINT64_T_FMT " bytes", g.size);
             return rv;
         }
         ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, AURA_LOGNO(00004)
-                     "shared segment created: %" APR_SIZE_T_FMT " bytes",
-                     size);
+                     "shared segment created: %" APR_UINT64_T_FMT " bytes, "
+                     "%d rate-limit tables, fingerprint %016"
+                     APR_UINT64_T_HEX_FMT, g.size, g.ntables,
+                     g.fingerprint);
     }
     shm_base = apr_shm_baseaddr_get(ret->shm);
     apr_atomic_inc64(&shm_base->configs);
+    assign_tables(pconf);
 
     rv = ap_global_mutex_create(&shm_mutex, NULL, AURA_MUTEX_TYPE, NULL, s,
                                 pconf, 0);
@@ -360,9 +749,56 @@ aura_shm_header_t *aura_shm(void)
     return shm_base;
 }
 
-void aura_shm_describe(json_t *obj)
+/* The rate-limit tables: {"<zone>": {entries, full, rejected}}, and,
+ * when walk is set, what a walk of each finds (used, limited) and
+ * whether the segment is valid (aura_shm_validate()). */
+static void describe_tables(json_t *obj, int walk, apr_pool_t *p)
 {
-    int i;
+    json_t *zones = json_object();
+    apr_uint64_t i, now = aura_clock_ns();
+
+    for (i = 0; i < shm_base->tables; i++) {
+        aura_shm_table_t *t = directory(shm_base) + i;
+        json_t *o = json_object();
+
+        json_object_set_new(o, "entries", json_integer((json_int_t)
+                            (t->sets * AURA_LIMITER_WAYS)));
+        json_object_set_new(o, "full", json_integer((json_int_t)
+                            apr_atomic_read64(&t->full)));
+        json_object_set_new(o, "rejected", json_integer((json_int_t)
+                            apr_atomic_read64(&t->rejected)));
+        if (walk) {
+            aura_limiter_census_t c;
+
+            aura_limiter_validate((aura_limiter_slot_t *)((char *)shm_base
+                                                          + t->offset),
+                                  t->sets, now, &c);
+            json_object_set_new(o, "used", json_integer((json_int_t)c.used));
+            json_object_set_new(o, "limited",
+                                json_integer((json_int_t)c.limited));
+        }
+        if (i == 0) {
+            json_object_set_new(obj, "actor_table", o);
+        }
+        else {
+            json_object_set_new(zones, t->name, o);
+        }
+    }
+    json_object_set_new(obj, "zones", zones);
+    if (walk) {
+        const char *why = aura_shm_validate(p);
+
+        json_object_set_new(obj, "valid", json_boolean(!why));
+        if (why) {
+            json_object_set_new(obj, "invalid", json_string(why));
+        }
+    }
+}
+
+void aura_shm_describe(json_t *obj, int walk, apr_pool_t *p)
+{
+    apr_uint64_t i, entries = 0;
+    char fp[17];
 
     if (!shm_base) {
         return;
@@ -370,6 +806,9 @@ void aura_shm_describe(json_t *obj)
     json_object_set_new(obj, "id", json_string(shm_base->id));
     json_object_set_new(obj, "size", json_integer((json_int_t)
                                                   shm_base->size));
+    apr_snprintf(fp, sizeof(fp), "%016" APR_UINT64_T_HEX_FMT,
+                 shm_base->fingerprint);
+    json_object_set_new(obj, "fingerprint", json_string(fp));
     json_object_set_new(obj, "created",
                         json_integer((json_int_t)
                                      apr_time_sec(shm_base->created)));
@@ -378,9 +817,13 @@ void aura_shm_describe(json_t *obj)
                                      apr_atomic_read64(&shm_base->configs)));
     json_object_set_new(obj, "target_entries",
                         json_integer((json_int_t)shm_base->target_slots));
+    for (i = 0; i < shm_base->tables; i++) {
+        entries += directory(shm_base)[i].sets * AURA_LIMITER_WAYS;
+    }
+    /* All tables together: the memory the limiters take, /16 bytes. */
     json_object_set_new(obj, "limiter_entries",
-                        json_integer((json_int_t)(shm_base->limiter_sets
-                                                  * AURA_LIMITER_WAYS)));
+                        json_integer((json_int_t)entries));
+    describe_tables(obj, walk, p);
     for (i = 0; i < AURA_CTR_COUNT; i++) {
         json_object_set_new(obj, counter_names[i],
                             json_integer((json_int_t)apr_atomic_read64(

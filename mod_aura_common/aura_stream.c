@@ -28,11 +28,21 @@
  * with "Aura-Stream: cancel" on the last reply subject it saw, and the
  * inbox goes with r->pool: what still arrives for it is dropped.
  *
+ * Acknowledgements and cancels go only where the gateway allows: a
+ * service names the reply subject of each message, and the gateway
+ * publishes there with its own credentials, so a subject outside the
+ * Location's AuraStreamAckPrefix (by default _INBOX., the inbox
+ * namespace) or inside the gateway's own reply inbox refuses the
+ * stream (aura_subject.c): before the begin message is relayed it is a
+ * 502, after it an abort; either way logged once (AURA00500) and
+ * counted.  Nothing is ever published on such a subject.
+ *
  * Runs on the request's worker thread only; the connection is the
  * child's shared one (nats.c locks internally).
  */
 #include "aura_private.h"
 #include "aura_envelope.h"
+#include "aura_subject.h"
 
 #include "http_protocol.h"
 #include "http_request.h"
@@ -51,6 +61,7 @@ typedef struct {
     aura_inbox_t *inbox;
     apr_bucket_brigade *bb;
     const char *subject;
+    const char *ack_prefix;       /* AuraStreamAckPrefix */
     apr_off_t bytes;              /* body bytes handed to the client */
     apr_int64_t messages;         /* stream messages received */
     /* The reply subject of the last message received, where a cancel
@@ -128,6 +139,34 @@ static apr_int64_t parse_seq(natsMsg *m)
         seq = seq * 10 + (*c - '0');
     }
     return seq;
+}
+
+/* Whether the gateway may publish on m's reply subject (a message
+ * without one asks for no acknowledgement); when not, it is logged and
+ * counted, and the caller stops the stream without a word to it. */
+static int reply_allowed(stream_t *st, natsMsg *m, apr_int64_t n)
+{
+    const char *reply = natsMsg_GetReply(m), *why;
+
+    if (!reply || !*reply) {
+        return 1;
+    }
+    why = aura_subject_ack_refused(reply, st->ack_prefix,
+                                   aura_inbox_prefix());
+    if (!why) {
+        return 1;
+    }
+    aura_count(AURA_CTR_STREAM_ACK_REFUSED);
+    /* The subject is the service's: cut and cleaned for the log. */
+    ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, st->r, AURA_LOGNO(00500)
+                  "stream on %s refused at message %" APR_INT64_T_FMT
+                  " (0 = begin): its acknowledgement subject '%s' is %s "
+                  "(AuraStreamAckPrefix %s); nothing published there",
+                  st->subject, n,
+                  ap_escape_logitem(st->r->pool,
+                                    apr_pstrndup(st->r->pool, reply, 128)),
+                  why, st->ack_prefix);
+    return 0;
 }
 
 static void remember_reply(stream_t *st, natsMsg *m)
@@ -305,7 +344,18 @@ int aura_stream_relay(request_rec *r, aura_inbox_t *inbox,
     st.nc = aura_nats_conn();
     st.inbox = inbox;
     st.subject = subject;
+    st.ack_prefix = aura_dir_conf(r)->stream_ack_prefix
+                    ? aura_dir_conf(r)->stream_ack_prefix
+                    : AURA_STREAM_ACK_PREFIX_DEFAULT;
     st.bb = apr_brigade_create(r->pool, r->connection->bucket_alloc);
+    if (!reply_allowed(&st, begin, 0)) {
+        /* Nothing is out yet: the client gets a 502, not the service's
+         * status (its headers are dropped with the error response). */
+        r->status_line = NULL;
+        aura_problem_note(r, "upstream-error", "the service sent a "
+                          "malformed reply");
+        return HTTP_BAD_GATEWAY;
+    }
     remember_reply(&st, begin);
 
     if (r->header_only || AP_STATUS_IS_HEADER_ONLY(r->status)) {
@@ -334,6 +384,10 @@ int aura_stream_relay(request_rec *r, aura_inbox_t *inbox,
         apr_pool_cleanup_register(r->pool, m, aura_nats_msg_cleanup,
                                   apr_pool_cleanup_null);
         st.messages++;
+        if (!reply_allowed(&st, m, expected)) {
+            /* The cancel goes to the last allowed subject, if any. */
+            return abort_stream(&st);
+        }
         remember_reply(&st, m);
         last = check_message(&st, m, expected);
         if (last < 0) {

@@ -30,13 +30,13 @@ static int aura_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
 static int aura_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                             apr_pool_t *ptemp, server_rec *s)
 {
-    (void)plog; (void)ptemp;
+    (void)plog;
     /* The first pass only checks the configuration; the segment is made
      * once, on the pass that serves. */
     if (ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG) {
         return OK;
     }
-    if (aura_shm_post_config(pconf, s) != APR_SUCCESS
+    if (aura_shm_post_config(pconf, ptemp, s) != APR_SUCCESS
         || aura_jwks_post_config(pconf, s) != APR_SUCCESS
         || aura_ratelimit_post_config(pconf, s) != APR_SUCCESS
         || aura_quota_post_config(pconf, s) != APR_SUCCESS
@@ -72,6 +72,8 @@ static void aura_register_hooks(apr_pool_t *p)
      * that %{...}^au joins. */
     ap_hook_pre_config(aura_pre_config, log_config, NULL, APR_HOOK_MIDDLE);
     ap_hook_check_config(aura_check_config, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_check_config(aura_shm_check_config, NULL, NULL,
+                         APR_HOOK_MIDDLE);
     ap_hook_post_config(aura_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_child_init(aura_child_init, NULL, NULL, APR_HOOK_MIDDLE);
     /* A claimed service route has no file behind it: skip the directory
@@ -95,6 +97,9 @@ static void aura_register_hooks(apr_pool_t *p)
                           APR_HOOK_MIDDLE);
     ap_hook_log_transaction(aura_log_transaction, NULL, NULL,
                             APR_HOOK_MIDDLE);
+    /* The query string is hidden before mod_log_config prints it. */
+    ap_hook_log_transaction(aura_redact_log_transaction, NULL,
+                            log_config, APR_HOOK_REALLY_FIRST);
     aura_problem_register();
     aura_headers_register();
     aura_keystore_register();

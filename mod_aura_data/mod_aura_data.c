@@ -47,7 +47,9 @@ static int data_post_read_request(request_rec *r)
         return DECLINED;
     }
     aura_request_begin(r, AURA_PLANE_DATA);
-    return DECLINED;
+    /* Before any Location is walked: the path the rules will see must be
+     * the path the service receives (docs/envelope.md, "One path"). */
+    return aura_request_path_check(r);
 }
 
 static int data_translate_name(request_rec *r)

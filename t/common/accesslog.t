@@ -27,7 +27,7 @@ plan tests => 27;
 
 Apache::TestRequest::module('aura_data');
 my $TOKEN = mint(qw(--alg RS256 --kid r1 --sub log-user --exp-in 300
-                    --key), "$ENV{AURA_TEST_JWT_DIR}/rsa.key");
+                    --project proj-a --key), "$ENV{AURA_TEST_JWT_DIR}/rsa.key");
 my $SERVICE = 'ak_test_service_0123456789abcdef';
 my $plain = t_dir() . '/logs/aura_access.log';
 my $json = t_dir() . '/logs/aura_access.json';

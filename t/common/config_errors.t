@@ -56,6 +56,19 @@ my @cases = (
     [ 'AuraRateLimitZone with a bad rate',
       "AuraRateLimitZone api rate=10r/h\n",
       qr/AuraRateLimitZone api: the rate ends in r\/s or r\/m/ ],
+    [ 'AuraRateLimitZone with too small a table',
+      "AuraRateLimitZone api rate=10r/s entries=8\n",
+      qr/AuraRateLimitZone api: entries is a number of addresses from 64 to 16777216/ ],
+    [ 'AuraRateLimitZone with an unknown option',
+      "AuraRateLimitZone api rate=10r/s size=10m\n",
+      qr/AuraRateLimitZone api: 'size=10m' is not burst=<n> or entries=<n> \(each at most once\)/ ],
+    [ 'AuraRateLimitZone with a burst twice',
+      "AuraRateLimitZone api rate=10r/s burst=5 burst=6\n",
+      qr/AuraRateLimitZone api: 'burst=6' is not burst=<n> or entries=<n>/ ],
+    [ 'AuraRateLimitZone tables beyond what a segment may have',
+      join('', map { "AuraRateLimitZone z$_ rate=1r/s entries=16777216\n" }
+                   1 .. 17),
+      qr/AURA00601: the shared segment cannot be laid out: the rate-limit tables need more than the 4096 MiB a segment may have \(at z\d+\)/ ],
     [ 'AuraRateLimitZone defined twice',
       "AuraRateLimitZone api rate=10r/s\nAuraRateLimitZone api rate=5r/s\n",
       qr/AuraRateLimitZone: zone 'api' is already defined at .*:1/ ],
@@ -81,9 +94,62 @@ my @cases = (
     [ 'AuraRetries above the bound',
       "<Location /x>\nAuraRetries 50\n</Location>\n",
       qr/AuraRetries: '50' is not a number between 0 and 10/ ],
+    # Origins no browser can ever send (issue #15): refused at start.
+    [ 'AuraCORSAllowOrigin: a wildcard host (#15)',
+      "<VirtualHost 127.0.0.1:1>\nAuraPlane management\n"
+      . "AuraCORSAllowOrigin https://*.example\n</VirtualHost>\n",
+      qr/AuraCORSAllowOrigin: 'https:\/\/\*\.example' is not an origin: wildcards are not supported: list each origin \(accepted: http:\/\/ or https:\/\/, a host, and an optional port 1-65535 that is not the default; nothing after it\)/ ],
+    [ 'AuraCORSAllowOrigin: a port out of range (#15)',
+      "<VirtualHost 127.0.0.1:1>\nAuraPlane management\n"
+      . "AuraCORSAllowOrigin https://a.example:99999\n</VirtualHost>\n",
+      qr/AuraCORSAllowOrigin: 'https:\/\/a\.example:99999' is not an origin: the port must be 1 to 65535, without leading zeros/ ],
+    [ 'AuraCORSAllowOrigin: port 0',
+      "<VirtualHost 127.0.0.1:1>\nAuraPlane management\n"
+      . "AuraCORSAllowOrigin https://a.example:0\n</VirtualHost>\n",
+      qr/AuraCORSAllowOrigin: 'https:\/\/a\.example:0' is not an origin: the port must be 1 to 65535/ ],
+    [ 'AuraCORSAllowOrigin: the default port',
+      "<VirtualHost 127.0.0.1:1>\nAuraPlane management\n"
+      . "AuraCORSAllowOrigin https://a.example:443\n</VirtualHost>\n",
+      qr/AuraCORSAllowOrigin: 'https:\/\/a\.example:443' is not an origin: a browser never sends the scheme's default port \(80 for http, 443 for https\): leave it out/ ],
+    [ 'AuraCORSAllowOrigin: a trailing slash',
+      "<VirtualHost 127.0.0.1:1>\nAuraPlane management\n"
+      . "AuraCORSAllowOrigin https://a.example/\n</VirtualHost>\n",
+      qr/AuraCORSAllowOrigin: 'https:\/\/a\.example\/' is not an origin: an origin has no trailing slash/ ],
+    [ 'AuraCORSAllowOrigin: a path',
+      "<VirtualHost 127.0.0.1:1>\nAuraPlane management\n"
+      . "AuraCORSAllowOrigin https://a.example/app\n</VirtualHost>\n",
+      qr/AuraCORSAllowOrigin: 'https:\/\/a\.example\/app' is not an origin: an origin has no path/ ],
+    [ 'AuraCORSAllowOrigin: a query',
+      "<VirtualHost 127.0.0.1:1>\nAuraPlane management\n"
+      . "AuraCORSAllowOrigin https://a.example?x=1\n</VirtualHost>\n",
+      qr/AuraCORSAllowOrigin: 'https:\/\/a\.example\?x=1' is not an origin: an origin has no query/ ],
+    [ 'AuraCORSAllowOrigin: a fragment',
+      "<VirtualHost 127.0.0.1:1>\nAuraPlane management\n"
+      . "AuraCORSAllowOrigin https://a.example#x\n</VirtualHost>\n",
+      qr/AuraCORSAllowOrigin: 'https:\/\/a\.example\#x' is not an origin: an origin has no fragment/ ],
+    [ 'AuraCORSAllowOrigin: userinfo',
+      "<VirtualHost 127.0.0.1:1>\nAuraPlane management\n"
+      . "AuraCORSAllowOrigin https://user\@a.example\n</VirtualHost>\n",
+      qr/AuraCORSAllowOrigin: 'https:\/\/user\@a\.example' is not an origin: an origin has no userinfo \(user@\)/ ],
+    [ 'AuraCORSAllowOrigin: no scheme',
+      "<VirtualHost 127.0.0.1:1>\nAuraPlane management\n"
+      . "AuraCORSAllowOrigin a.example\n</VirtualHost>\n",
+      qr/AuraCORSAllowOrigin: 'a\.example' is not an origin: the scheme \(https:\/\/\) is missing/ ],
+    [ 'AuraCORSAllowOrigin: another scheme',
+      "<VirtualHost 127.0.0.1:1>\nAuraPlane management\n"
+      . "AuraCORSAllowOrigin ftp://a.example\n</VirtualHost>\n",
+      qr/AuraCORSAllowOrigin: 'ftp:\/\/a\.example' is not an origin: the scheme must be http or https/ ],
+    [ 'AuraCORSAllowOrigin: whitespace',
+      "<VirtualHost 127.0.0.1:1>\nAuraPlane management\n"
+      . "AuraCORSAllowOrigin \"https://a.example \"\n</VirtualHost>\n",
+      qr/AuraCORSAllowOrigin: 'https:\/\/a\.example ' is not an origin: it holds whitespace/ ],
+    [ 'AuraCORSAllowOrigin: null',
+      "<VirtualHost 127.0.0.1:1>\nAuraPlane management\n"
+      . "AuraCORSAllowOrigin null\n</VirtualHost>\n",
+      qr/AuraCORSAllowOrigin: 'null' is not an origin: "null" is the origin of sandboxed/ ],
 );
 
-plan tests => 2 * @cases + 3 + 3 + 4 + 4 + 3;
+plan tests => 2 * @cases + 3 + 4 + 4 + 4 + 3;
 
 my $dir = tempdir(CLEANUP => 1);
 
@@ -136,6 +202,11 @@ like($out, qr{AURA00054: AuraCORSAllowOrigin \* at \S+/httpd\.conf:\d+: the mana
                          . "AuraCORSAllowOrigin https://ok.example\n"
                          . "</VirtualHost>\n", 1);
 is($rc, 0, 'a listed origin is fine') or diag($out);
+($rc, $out) = check_conf("<VirtualHost 127.0.0.1:1>\nAuraPlane management\n"
+                         . "AuraCORSAllowOrigin HTTPS://Console.Example "
+                         . "http://[::1]:8080 https://s.example:8443\n"
+                         . "</VirtualHost>\n", 1);
+is($rc, 0, 'upper case, an IPv6 host, a port: fine') or diag($out);
 
 # An HTTP upstream (or the db router) without the proxy modules: refused
 # at start, naming the line; with them, fine.

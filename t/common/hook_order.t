@@ -57,7 +57,7 @@ sub at_order {
 }
 sub first_in { at_order($_[0], $_[1], 0, $_[2]) }
 
-plan tests => 1 + 2 + 2 + 3 + 3 + 2 + 2;
+plan tests => 1 + 2 + 2 + 3 + 3 + 2 + 3;
 
 is($res->code, 200, 'mod_info answers') or diag($html);
 
@@ -86,3 +86,6 @@ before('Pre-Config', 'mod_log_config.c', 'mod_aura_common.c',
        . 'LogFormat items %{...}^au joins');
 ok(defined pos_of('Transaction Logging', 'mod_aura_common.c'),
    'log_transaction: the traffic tables count what is logged');
+before('Transaction Logging', 'mod_aura_common.c', 'mod_log_config.c',
+       'log_transaction: the query string is redacted before '
+       . 'mod_log_config prints it (t/security/leaks.t)');

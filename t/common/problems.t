@@ -28,7 +28,7 @@ my %TYPES = map { $_ => 1 } qw(invalid-request payload-too-large
 my $UNKNOWN = 'ak_test_nowhere_0123456789abcdef';
 my $NOTARGET = 'ak_test_problems_notarget_0123456789';
 my $tag = "$$-" . int(time);
-my $user_token = mint(qw(--alg RS256 --kid r1 --exp-in 300 --sub),
+my $user_token = mint(qw(--alg RS256 --kid r1 --exp-in 300 --project proj-a --sub),
                       "problems-$tag", '--key',
                       "$ENV{AURA_TEST_JWT_DIR}/rsa.key");
 my $member = console_token('user-member');

@@ -19,7 +19,7 @@ use Apache::Test qw(-withtestmore);
 use Aura::Test qw(private_httpd free_ports psql wait_until t_dir);
 use Aura::Upstream qw(upstream_start upstream_stop);
 
-plan tests => 7;
+plan tests => 8;
 
 my $dir = tempdir(CLEANUP => 1);
 my ($port, $httpd) = private_httpd(dir => $dir, children => 2,
@@ -91,6 +91,10 @@ my $h = health();
 cmp_ok($h->{shm}{targets_full}, '>=', 4,
        "$h->{shm}{targets_full} requests went without a breaker");
 is(scalar(keys %{ $h->{breakers}{targets} }), 16, 'the table holds 16');
+my $walk = decode_json($ua->get("http://127.0.0.1:$port/health?tables")
+                          ->content);
+ok($walk->{shm}{valid}, 'a walk of every table finds the full one sound')
+    or diag($walk->{shm}{invalid});
 is(get_as(21)->code, 200, 'a live target is still served with the table '
    . 'full');
 my $log = do { local (@ARGV, $/) = "$dir/error.log"; <> } // '';

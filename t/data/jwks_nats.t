@@ -32,7 +32,8 @@ sub mint {
 
 my $log_from = error_log_size();
 my $fetches = exec_count('jwks:aura.auth.jwks');
-my $token = mint(qw(--alg RS256 --kid r1 --sub user-nats --exp-in 300 --key),
+my $token = mint(qw(--alg RS256 --kid r1 --sub user-nats --exp-in 300
+                    --project proj-a --key),
                  "$dir/rsa.key");
 
 my $res = GET('/v1/functions/x', apikey => ANON_KEY,
@@ -47,7 +48,7 @@ my @codes = map {
 } 1 .. 10;
 is("@codes", join(' ', (200) x 10), 'every child accepts it');
 
-my $unknown = mint(qw(--alg RS256 --kid zz --sub u --exp-in 300 --key),
+my $unknown = mint(qw(--alg RS256 --kid zz --sub u --exp-in 300 --project proj-a --key),
                    "$dir/rsa.key");
 @codes = map {
     GET('/v1/functions/x', apikey => ANON_KEY,

@@ -23,8 +23,11 @@ my $ANON = 'ak_test_anon_0123456789abcdef';
 my $dir = $ENV{AURA_TEST_JWT_DIR} or die 'AURA_TEST_JWT_DIR not set';
 my $mint = t_dir() . '/services/aura_mint_jwt';
 
+# Every token names proj-a, the project of $ANON (AuraTokenProjectClaim's
+# default claim): what fails here fails for the reason the row says.
 sub mint {
     my @args = @_;
+    push @args, '--project', 'proj-a' unless grep { $_ eq '--jwk' } @args;
     open(my $fh, '-|', $mint, @args) or die "$mint: $!";
     my $t = do { local $/; <$fh> };
     close $fh;

@@ -34,7 +34,7 @@ my $tag = "$$-" . int(time);
 
 sub token {
     my ($sub) = @_;
-    return mint(qw(--alg RS256 --kid r1 --exp-in 300 --sub), $sub,
+    return mint(qw(--alg RS256 --kid r1 --exp-in 300 --project proj-a --sub), $sub,
                 '--key', "$ENV{AURA_TEST_JWT_DIR}/rsa.key");
 }
 

@@ -69,7 +69,7 @@ my $bad_key = 'ak_test_nowhere_0123456789abcdef';
 my @first = map { GET('/v1/limit/flood/x', apikey => $bad_key)->code } 1 .. 5;
 is_deeply(\@first, [(401) x 5], 'the burst reaches authentication');
 my $before = counters($base);
-my $token = mint(qw(--alg RS256 --kid r1 --sub flooder --exp-in 300 --key),
+my $token = mint(qw(--alg RS256 --kid r1 --sub flooder --exp-in 300 --project proj-a --key),
                  "$ENV{AURA_TEST_JWT_DIR}/rsa.key");
 my $id = new_reqid('flood');
 my $f = hammer(url => "$base/v1/limit/flood/x", seconds => 1, clients => 2,

@@ -27,7 +27,14 @@
  * and 30 s without an ack, or "Aura-Stream: cancel" from the gateway,
  * ends the stream (logged to stderr).  x-example-stream-gap: K skips
  * sequence number K; x-example-stream-pause-ms: D waits D ms before the
- * last message.  Each stream runs on its own thread.
+ * last message.  x-example-stream-ack-subject: S gives message N (the
+ * begin message is 0) the reply subject S instead of "<acks>.N", N from
+ * x-example-stream-ack-at (default 0); S "@reply" is the gateway's own
+ * inbox of the request: a misbehaving service, for the tests that the
+ * gateway publishes no acknowledgement there.
+ * x-example-stream-ack-prefix: P draws the per-stream inbox under P
+ * ("acks." gives "acks.<unique>") instead of _INBOX. (a Location with
+ * AuraStreamAckPrefix).  Each stream runs on its own thread.
  *
  * The count subject answers a request id (the payload) with how many
  * times it was received.  With -j subject=file it also serves that file
@@ -119,6 +126,8 @@ typedef struct {
     long pause_ms;         /* before the last message */
     long delay_ms;         /* before the begin message */
     long chunk;
+    char *ack_subject;     /* message ack_at's reply subject, or NULL */
+    long ack_at;
 } stream_job;
 
 static size_t count_hash(const char *id)
@@ -611,7 +620,12 @@ static natsStatus publish_chunk(stream_job *j, long seq, const char *data,
     natsMsg *m = NULL;
     natsStatus s;
 
-    snprintf(reply, sizeof(reply), "%s.%ld", j->acks, seq);
+    if (j->ack_subject && seq == j->ack_at) {
+        snprintf(reply, sizeof(reply), "%s", j->ack_subject);
+    }
+    else {
+        snprintf(reply, sizeof(reply), "%s.%ld", j->acks, seq);
+    }
     snprintf(seqbuf, sizeof(seqbuf), "%ld", seq);
     s = natsMsg_Create(&m, j->to, reply, data, len);
     if (s == NATS_OK) {
@@ -656,6 +670,7 @@ static void stream_free(stream_job *j)
     free(j->to);
     free(j->acks);
     free(j->rid);
+    free(j->ack_subject);
     free(j);
 }
 
@@ -745,7 +760,8 @@ done:
 static const char *start_stream(natsConnection *nc, natsMsg *req,
                                 natsMsg *begin, char *acks, long bytes,
                                 long window, long gap, long pause_ms,
-                                long delay_ms)
+                                long delay_ms, const char *ack_subject,
+                                long ack_at)
 {
     stream_job *j = calloc(1, sizeof(*j));
     const char *rid = hdr(req, "Aura-Request-Id");
@@ -766,6 +782,11 @@ static const char *start_stream(natsConnection *nc, natsMsg *req,
     j->gap = gap;
     j->pause_ms = pause_ms;
     j->delay_ms = delay_ms;
+    j->ack_at = ack_at;
+    if (ack_subject && ack_at > 0 && !(j->ack_subject = strdup(ack_subject))) {
+        stream_free(j);
+        return "out of memory\n";
+    }
     j->chunk = (long)natsConnection_GetMaxPayload(nc) - STREAM_HEADROOM;
     if (j->chunk < 1024) {
         j->chunk = 1024;
@@ -806,7 +827,8 @@ static void on_service(natsConnection *nc, natsSubscription *sub,
     int len, missing_status = 0, want_json = 0;
     long delay_ms = 0, body_size = -1;
     long stream_bytes = -1, window = DEFAULT_STREAM_WINDOW, gap = 0;
-    long pause_ms = 0;
+    long pause_ms = 0, ack_at = 0;
+    const char *ack_subject = NULL;
     char *acks = NULL, *begin_reply = NULL;
     natsMsg *reply = NULL;
 
@@ -882,20 +904,51 @@ static void on_service(natsConnection *nc, natsSubscription *sub,
         reply_error(nc, msg, "400", "bad x-example-stream-pause-ms\n");
         goto done;
     }
+    if ((v = hdr(msg, "x-example-stream-ack-at")) != NULL
+        && !parse_num(v, 1000000L, &ack_at)) {
+        reply_error(nc, msg, "400", "bad x-example-stream-ack-at\n");
+        goto done;
+    }
+    ack_subject = hdr(msg, "x-example-stream-ack-subject");
+    if (ack_subject && !strcmp(ack_subject, "@reply")) {
+        ack_subject = natsMsg_GetReply(msg);
+    }
+    if (ack_subject && strlen(ack_subject) >= 256) {
+        reply_error(nc, msg, "400", "bad x-example-stream-ack-subject\n");
+        goto done;
+    }
     if (stream_bytes >= 0) {
         natsInbox *inbox = NULL;
 
         /* The begin message is acked on "<acks>.0", chunk n on
          * "<acks>.n"; the stream thread subscribes to "<acks>.*". */
+        const char *pfx = hdr(msg, "x-example-stream-ack-prefix");
+
+        /* natsInbox_Create gives "_INBOX.<unique>": keep the unique
+         * part under the prefix asked for. */
         if (natsInbox_Create(&inbox) != NATS_OK
-            || !(acks = strdup(inbox))
-            || !(begin_reply = malloc(strlen(acks) + 3))) {
+            || !(acks = malloc(strlen(inbox) + (pfx ? strlen(pfx) : 0) + 1))
+            || !(begin_reply = malloc(strlen(inbox)
+                                      + (pfx ? strlen(pfx) : 0) + 3))) {
             natsInbox_Destroy(inbox);
             reply_error(nc, msg, "500", "out of memory\n");
             goto done;
         }
+        if (pfx && !strncmp(inbox, "_INBOX.", 7)) {
+            sprintf(acks, "%s%s", pfx, inbox + 7);
+        }
+        else {
+            strcpy(acks, inbox);
+        }
         natsInbox_Destroy(inbox);
         sprintf(begin_reply, "%s.0", acks);
+        if (ack_subject && ack_at == 0) {
+            free(begin_reply);
+            if (!(begin_reply = strdup(ack_subject))) {
+                reply_error(nc, msg, "500", "out of memory\n");
+                goto done;
+            }
+        }
     }
 
     /* Body: the header dump wins over a generated body, which wins over
@@ -1009,7 +1062,7 @@ static void on_service(natsConnection *nc, natsSubscription *sub,
 
     if (stream_bytes >= 0) {
         err = start_stream(nc, msg, reply, acks, stream_bytes, window, gap,
-                           pause_ms, delay_ms);
+                           pause_ms, delay_ms, ack_subject, ack_at);
         acks = NULL;    /* the stream owns it now */
         if (err) {
             reply_error(nc, msg, "500", err);

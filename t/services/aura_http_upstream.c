@@ -13,7 +13,9 @@
  * has been read:
  *   {"name","method","path" (raw request-target),"headers" {lower-cased
  *    name: value, repeats joined with ", "},"body_len","body_complete",
- *    "conn" (1-based connection sequence number)}
+ *    "conn" (1-based connection sequence number), "conn_req" (1-based
+ *    number of this request on its connection), "raw_head" (the request
+ *    line and header lines exactly as received, up to the blank line)}
  * The file is appended to, so line numbers survive a restart on the same
  * file; /_stats reports log_lines, /_log?since=K returns lines K.. (0-based)
  * as one JSON array.
@@ -33,8 +35,11 @@
  *                            "pattern_ok","fnv1a"} over the streamed body
  *   GET + Upgrade: websocket RFC 6455 handshake, then echo of every frame
  *   anything else            200 {"upstream","method","path","headers",
- *                            "body_len","conn"}
- * Every response carries X-Upstream: <name>.  A malformed request gets
+ *                            "body_len","conn","conn_req","raw_head"}
+ * Every response carries X-Upstream: <name>.  The echo and the WebSocket
+ * handshake also carry what the request asks for in
+ * x-upstream-reply-header[-N]: "Name: value" (a test of what a gateway
+ * does with an upstream's headers).  A malformed request gets
  * 400 (431 for a head over 64 KiB, 501 for a transfer-coding other than
  * chunked, 417 for an Expect other than 100-continue) and the connection
  * is closed; such requests are neither counted nor logged.
@@ -122,6 +127,7 @@ static unsigned long n_connections, n_requests, n_active;
 typedef struct {
     int fd;
     unsigned long seq;
+    unsigned long nreq;         /* counted requests read on it so far */
     size_t pos, len;
     unsigned char buf[HEAD_MAX];
 } http_conn;
@@ -134,6 +140,7 @@ typedef struct {
 typedef struct {
     char *head;                 /* private copy of the head; fields below
                                    point into it */
+    char *raw;                  /* the head as received (logged) */
     char *method;
     char *target;               /* raw request-target, as logged */
     char *path;                 /* malloc'ed: target without scheme,
@@ -647,6 +654,7 @@ static int parse_framing(http_req *r, const char **why)
 static void req_free(http_req *r)
 {
     free(r->head);
+    free(r->raw);
     free(r->path);
     free(r->hdrs);
 }
@@ -934,11 +942,13 @@ static void log_request(const http_conn *c, const http_req *r,
     size_t off = 0;
     ssize_t w;
 
-    o = json_pack("{s:s, s:o, s:o, s:o, s:I, s:b, s:I}",
+    o = json_pack("{s:s, s:o, s:o, s:o, s:I, s:b, s:I, s:I, s:o}",
                   "name", upstream_name, "method", json_bytes(r->method),
                   "path", json_bytes(r->target), "headers", headers_json(r),
                   "body_len", (json_int_t)s->bytes,
-                  "body_complete", s->complete, "conn", (json_int_t)c->seq);
+                  "body_complete", s->complete, "conn", (json_int_t)c->seq,
+                  "conn_req", (json_int_t)c->nreq,
+                  "raw_head", json_bytes(r->raw ? r->raw : ""));
     text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     if (text) {
@@ -1237,17 +1247,46 @@ static int ep_upload(http_conn *c, const http_req *r, const body_sum *s)
                      NULL);
 }
 
+/* The response lines x-upstream-reply-header[-N] ask for ("Name: value"
+ * each), malloc'ed; NULL for none. */
+static char *reply_extra(const http_req *r)
+{
+    static const char prefix[] = "x-upstream-reply-header";
+    sbuf b = { 0 };
+    size_t i;
+
+    for (i = 0; i < r->nhdrs; i++) {
+        if (!strncmp(r->hdrs[i].name, prefix, sizeof(prefix) - 1)
+            && strchr(r->hdrs[i].value, ':')) {
+            sb_str(&b, r->hdrs[i].value);
+            sb_str(&b, "\r\n");
+        }
+    }
+    if (b.failed) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
+}
+
 static int ep_echo(http_conn *c, const http_req *r, const body_sum *s)
 {
-    return send_json(c, r, 200,
-                     json_pack("{s:s, s:o, s:o, s:o, s:I, s:I}",
-                               "upstream", upstream_name,
-                               "method", json_bytes(r->method),
-                               "path", json_bytes(r->target),
-                               "headers", headers_json(r),
-                               "body_len", (json_int_t)s->bytes,
-                               "conn", (json_int_t)c->seq),
-                     NULL);
+    char *extra = reply_extra(r);
+    int rv;
+
+    rv = send_json(c, r, 200,
+                   json_pack("{s:s, s:o, s:o, s:o, s:I, s:I, s:I, s:o}",
+                             "upstream", upstream_name,
+                             "method", json_bytes(r->method),
+                             "path", json_bytes(r->target),
+                             "headers", headers_json(r),
+                             "body_len", (json_int_t)s->bytes,
+                             "conn", (json_int_t)c->seq,
+                             "conn_req", (json_int_t)c->nreq,
+                             "raw_head", json_bytes(r->raw ? r->raw : "")),
+                   extra);
+    free(extra);
+    return rv;
 }
 
 /* --- WebSocket (RFC 6455) --------------------------------------------- */
@@ -1409,6 +1448,7 @@ static int ep_websocket(http_conn *c, const http_req *r)
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
     char accept[64];
+    char *extra;
     sbuf b = { 0 };
     int ok;
 
@@ -1432,8 +1472,12 @@ static int ep_websocket(http_conn *c, const http_req *r)
     memset(&b, 0, sizeof(b));
     sb_printf(&b, "HTTP/1.1 101 Switching Protocols\r\n"
               "Upgrade: websocket\r\nConnection: Upgrade\r\n"
-              "Sec-WebSocket-Accept: %s\r\nX-Upstream: %s\r\n\r\n",
+              "Sec-WebSocket-Accept: %s\r\nX-Upstream: %s\r\n",
               accept, upstream_name);
+    extra = reply_extra(r);
+    sb_str(&b, extra ? extra : "");
+    free(extra);
+    sb_str(&b, "\r\n");
     ok = !b.failed && send_all(c, b.p, b.len) == 0;
     free(b.p);
     if (ok) {
@@ -1511,7 +1555,8 @@ static int serve_one(http_conn *c)
     if (rv != HEAD_OK) {
         return rv == HEAD_BAD ? send_error(c, 400, "NUL in head", NULL) : 0;
     }
-    if (parse_head(&r) < 0) {
+    r.raw = strdup(r.head);
+    if (!r.raw || parse_head(&r) < 0) {
         keep = send_error(c, 400, "malformed request head", NULL);
     }
     else if ((status = parse_framing(&r, &why)) != 0) {
@@ -1522,6 +1567,7 @@ static int serve_one(http_conn *c)
                        : hdr_has_token(&r, "connection", "keep-alive");
         route_request(&r, &rt);
         if (rt.kind != EP_STATS && rt.kind != EP_LOG) {
+            c->nreq++;
             pthread_mutex_lock(&stats_lock);
             n_requests++;
             pthread_mutex_unlock(&stats_lock);
@@ -1597,6 +1643,7 @@ static void *accept_main(void *arg)
         }
         c->fd = fd;
         c->pos = c->len = 0;
+        c->nreq = 0;
         pthread_mutex_lock(&stats_lock);
         c->seq = ++n_connections;
         n_active++;

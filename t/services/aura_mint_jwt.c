@@ -42,6 +42,7 @@ static const char usage_text[] =
 "usage: " PROG " [--alg RS256|ES256|HS256|none] [--key FILE] [--kid KID]\n"
 "           [--sub S] [--iss I] [--aud A]... [--exp-in SECONDS | --no-exp]\n"
 "           [--nbf-in SECONDS] [--now EPOCH] [--claim NAME=JSON]...\n"
+"           [--project ID]\n"
 "           [--typ T] [--hs-secret-file FILE]\n"
 "           [--raw-header JSON] [--raw-payload JSON]\n"
 "       " PROG " --jwk PUBKEY.pem [--kid KID]\n"
@@ -60,6 +61,8 @@ static const char usage_text[] =
 "  --aud A            once: \"aud\":\"A\"; repeated: an array\n"
 "  --claim NAME=JSON  any claim, JSON value (e.g. role='\"admin\"',\n"
 "                     exp='1.5e9'); overrides the options above\n"
+"  --project ID       \"aura_project\":\"ID\", the claim the data plane\n"
+"                     binds a token to the API key's project with\n"
 "  --typ T            header typ (default JWT; empty: no typ)\n"
 "  --raw-header JSON  header text used as is (--kid/--typ ignored)\n"
 "  --raw-payload JSON payload text used as is (claim options ignored)\n"
@@ -507,7 +510,7 @@ static int print_token(const opts_t *o)
 
 enum {
     O_ALG = 256, O_KEY, O_KID, O_SUB, O_ISS, O_AUD, O_EXP_IN, O_NBF_IN,
-    O_NO_EXP, O_NOW, O_CLAIM, O_TYP, O_HS_SECRET, O_RAW_HEADER,
+    O_NO_EXP, O_NOW, O_CLAIM, O_PROJECT, O_TYP, O_HS_SECRET, O_RAW_HEADER,
     O_RAW_PAYLOAD, O_JWK, O_JWK_SECRET, O_HELP
 };
 
@@ -523,6 +526,7 @@ static const struct option long_opts[] = {
     { "no-exp",         no_argument,       NULL, O_NO_EXP },
     { "now",            required_argument, NULL, O_NOW },
     { "claim",          required_argument, NULL, O_CLAIM },
+    { "project",        required_argument, NULL, O_PROJECT },
     { "typ",            required_argument, NULL, O_TYP },
     { "hs-secret-file", required_argument, NULL, O_HS_SECRET },
     { "raw-header",     required_argument, NULL, O_RAW_HEADER },
@@ -580,6 +584,22 @@ static void parse_args(int argc, char **argv, opts_t *o)
             }
             o->claims[o->n_claims++] = optarg;
             break;
+        case O_PROJECT: {
+            /* An id ([A-Za-z0-9._-]): no JSON escaping needed.  Static:
+             * the last --project wins, as a later --claim would. */
+            static char claim[512];
+
+            if (o->n_claims == MAX_CLAIMS) {
+                usage("too many --claim");
+            }
+            if (strpbrk(optarg, "\"\\")
+                || snprintf(claim, sizeof(claim), "aura_project=\"%s\"",
+                            optarg) >= (int)sizeof(claim)) {
+                usage("--project wants an id");
+            }
+            o->claims[o->n_claims++] = claim;
+            break;
+        }
         case O_HELP:
         case 'h':
             fputs(usage_text, stdout);

@@ -27,6 +27,7 @@
 #include "apr_general.h"
 #include "apr_pools.h"
 #include "apr_tables.h"
+#include "apr_strings.h"
 
 #include "aura_envelope.h"
 
@@ -71,6 +72,7 @@ typedef struct {
     const char *issue;          /* regression rows: the issue */
 } req_hdr_case_t;
 
+#define I15 "#15 no spelling of an identity header crosses"
 static const req_hdr_case_t req_hdr_cases[] = {
     /* forwarded */
     { "content-type",        NULL,            1, NULL },
@@ -83,7 +85,12 @@ static const req_hdr_case_t req_hdr_cases[] = {
     { "host",                NULL,            1, NULL },
     { "Host",                "close",         1, NULL },
     { "accept",              NULL,            1, NULL },
-    { "traceparent",         NULL,            1, NULL },
+    /* near misses of the gateway's own names are not in it */
+    { "trace-parent",        NULL,            1, NULL },
+    { "tracestates",         NULL,            1, NULL },
+    { "x-request-ids",       NULL,            1, NULL },
+    { "x-request",           NULL,            1, NULL },
+    { "xx-request-id",       NULL,            1, NULL },
     /* near misses of the aura- namespace are not in it */
     { "aura",                NULL,            1, NULL },
     { "auras-x",             NULL,            1, NULL },
@@ -131,6 +138,20 @@ static const req_hdr_case_t req_hdr_cases[] = {
     { "aura-request-id",     NULL,            0, NULL },
     { "Aura-Request-Id",     NULL,            0, NULL },
     { "aUrA-sTaTuS",         NULL,            0, NULL },
+    /* ...and with '_' for '-' (CGI: HTTP_AURA_ROLE either way), and the
+     * names the gateway sets besides aura-* (issue #15) */
+    { "Aura_Role",           NULL,            0, I15 },
+    { "AURA-role",           NULL,            0, I15 },
+    { "aura_project",        NULL,            0, I15 },
+    { "Aura_Key_Role",       NULL,            0, I15 },
+    { "aura-actor",          NULL,            0, I15 },
+    { "aura_",               NULL,            0, I15 },
+    { "X-Request-Id",        NULL,            0, I15 },
+    { "x_request_id",        NULL,            0, I15 },
+    { "X_REQUEST-ID",        NULL,            0, I15 },
+    { "traceparent",         NULL,            0, I15 },
+    { "Traceparent",         NULL,            0, I15 },
+    { "TRACESTATE",          NULL,            0, I15 },
 
     /* NATS status line names */
     { "Status",              NULL,            0, NULL },
@@ -164,6 +185,7 @@ static const req_hdr_case_t req_hdr_cases[] = {
     { "",                    NULL,            0, NULL },
     { "",                    ",",             0, NULL },
 };
+#undef I15
 
 static void test_request_header_ok(void **state)
 {
@@ -183,6 +205,189 @@ static void test_request_header_ok(void **state)
                         c->issue ? c->issue : "", c->expected, got);
         }
         assert_int_equal(got, c->expected);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* aura_envelope_own_header: the one namespace rule (DESIGN.md 9)      */
+
+typedef struct {
+    const char *name;
+    int expected;               /* 1 in the gateway's namespace */
+    const char *issue;
+} own_case_t;
+
+#define NS "#15 no spelling of an identity header crosses"
+static const own_case_t own_cases[] = {
+    { "Aura-Role",             1, NULL },
+    { "aura-",                 1, NULL },
+    { "AURA-PROJECT",          1, NULL },
+    { "Aura_Role",             1, NS },
+    { "AURA-role",             1, NS },
+    { "aura_role",             1, NS },
+    { "AURA_KEY-ROLE",         1, NS },
+    { "aura_",                 1, NS },
+    { "Aura-Anything-New",     1, NS },
+    { "X-Request-Id",          1, NS },
+    { "x-request-id",          1, NS },
+    { "x_request_id",          1, NS },
+    { "X_Request-ID",          1, NS },
+    { "traceparent",           1, NS },
+    { "Traceparent",           1, NS },
+    { "TRACEPARENT",           1, NS },
+    { "tracestate",            1, NS },
+    { "TraceState",            1, NS },
+    /* any character but a letter or digit folds to '-' (httpd 2.2's CGI
+     * mapped each to '_') */
+    { "aurA.role",             1, NS },
+    { "aura role",             1, NS },
+    { "x.request.id",          1, NS },
+    { "Trace.Parent",          0, NS },
+    /* not the gateway's */
+    { "aura",                  0, NULL },
+    { "Aura",                  0, NULL },
+    { "auras-x",               0, NULL },
+    { "x-aura-role",           0, NULL },
+    { "_aura-role",            0, NS },
+    { " aura-role",            0, NS },
+    { "x-request-i",           0, NS },
+    { "x-request-id2",         0, NS },
+    { "x-request-id-",         0, NS },
+    { "request-id",            0, NULL },
+    { "trace-parent",          0, NS },
+    { "trace_parent",          0, NS },
+    { "traceparents",          0, NS },
+    { "tracestat",             0, NS },
+    { "x-forwarded-for",       0, NULL },
+    { "authorization",         0, NULL },
+    { "",                      0, NULL },
+    { NULL,                    0, NULL },
+};
+#undef NS
+
+static void test_own_header(void **state)
+{
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(own_cases) / sizeof(own_cases[0]); i++) {
+        const own_case_t *c = &own_cases[i];
+        int got = aura_envelope_own_header(c->name);
+
+        if (got != c->expected) {
+            print_error("row %zu: name=\"%s\"%s%s: expected %d, got %d\n",
+                        i, c->name ? c->name : "(null)",
+                        c->issue ? " issue " : "",
+                        c->issue ? c->issue : "", c->expected, got);
+        }
+        assert_int_equal(got, c->expected);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* aura_envelope_upgrade_head: the 101 of a WebSocket (issue #15, 7c)  */
+
+typedef struct {
+    const char *name;
+    const char *head;           /* as the upstream's 101 reached httpd */
+    const char *want;           /* as the client gets it */
+    const char *issue;
+} upgrade_case_t;
+
+#define GW "X-Request-Id: gw-1\r\nX-Frame-Options: DENY\r\n"
+static const upgrade_case_t upgrade_cases[] = {
+    {
+        "the gateway's lines are added before the blank line",
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+        "Connection: Upgrade\r\n\r\n",
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+        "Connection: Upgrade\r\n" GW "\r\n",
+        "#15 7c",
+    },
+    {
+        "the upstream's names of the gateway are dropped, any spelling",
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+        "X-Request-Id: up-1\r\nx_request_id: up-2\r\nAura-Role: x\r\n"
+        "aura_status: 200\r\ntraceparent: t\r\nTraceState: s\r\n"
+        "Sec-WebSocket-Accept: abc=\r\n\r\n",
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+        "Sec-WebSocket-Accept: abc=\r\n" GW "\r\n",
+        "#15 7d",
+    },
+    {
+        "a header the gateway sets itself is the gateway's alone",
+        "HTTP/1.1 101 Switching Protocols\r\nx-frame-options: ALLOWALL\r\n"
+        "X-Frame-Options-Extra: kept\r\n\r\n",
+        "HTTP/1.1 101 Switching Protocols\r\n"
+        "X-Frame-Options-Extra: kept\r\n" GW "\r\n",
+        "#15 7c",
+    },
+    {
+        "no header at all",
+        "HTTP/1.1 101 Switching Protocols\r\n\r\n",
+        "HTTP/1.1 101 Switching Protocols\r\n" GW "\r\n",
+        NULL,
+    },
+    {
+        "another status passes as it is",
+        "HTTP/1.1 200 OK\r\nX-Request-Id: up\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nX-Request-Id: up\r\n\r\n",
+        NULL,
+    },
+    {
+        "1010 is not 101",
+        "HTTP/1.1 1010 X\r\nX-Request-Id: up\r\n\r\n",
+        "HTTP/1.1 1010 X\r\nX-Request-Id: up\r\n\r\n",
+        NULL,
+    },
+    {
+        "HTTP/1.0 passes as it is",
+        "HTTP/1.0 101 Switching Protocols\r\nX-Request-Id: up\r\n\r\n",
+        "HTTP/1.0 101 Switching Protocols\r\nX-Request-Id: up\r\n\r\n",
+        NULL,
+    },
+    {
+        "a line without a colon is kept",
+        "HTTP/1.1 101 Switching Protocols\r\nodd line\r\n\r\n",
+        "HTTP/1.1 101 Switching Protocols\r\nodd line\r\n" GW "\r\n",
+        NULL,
+    },
+    {
+        "a value naming the gateway's headers is only a value",
+        "HTTP/1.1 101 Switching Protocols\r\n"
+        "X-Note: X-Request-Id: up\r\n\r\n",
+        "HTTP/1.1 101 Switching Protocols\r\n"
+        "X-Note: X-Request-Id: up\r\n" GW "\r\n",
+        NULL,
+    },
+    { "too short", "HTTP/1.1 1", "HTTP/1.1 1", NULL },
+};
+#undef GW
+
+static void test_upgrade_head(void **state)
+{
+    static const char *const replaced[] = {
+        "X-Frame-Options", "Content-Security-Policy", NULL
+    };
+    apr_pool_t *p = *state;
+    size_t i;
+
+    for (i = 0; i < sizeof(upgrade_cases) / sizeof(upgrade_cases[0]);
+         i++) {
+        const upgrade_case_t *c = &upgrade_cases[i];
+        apr_size_t len = 0;
+        const char *got = aura_envelope_upgrade_head(
+            p, c->head, strlen(c->head),
+            "X-Request-Id: gw-1\r\nX-Frame-Options: DENY\r\n", replaced,
+            &len);
+        const char *text = apr_pstrmemdup(p, got, len);
+
+        if (strcmp(text, c->want)) {
+            print_error("row %zu \"%s\"%s%s:\n got  [%s]\n want [%s]\n", i,
+                        c->name, c->issue ? " issue " : "",
+                        c->issue ? c->issue : "", text, c->want);
+        }
+        assert_string_equal(text, c->want);
     }
 }
 
@@ -212,6 +417,15 @@ static const reply_hdr_case_t reply_hdr_cases[] = {
     { "aura-foo",           0, NULL },
     { "Aura-Stream",        0, NULL },
     { "aura-",              0, NULL },
+    /* a service cannot add a second X-Request-Id, or any spelling of
+     * the gateway's names */
+    { "X-Request-Id",       0, "#15 7d" },
+    { "x-request-id",       0, "#15 7d" },
+    { "X_Request_Id",       0, "#15 7d" },
+    { "traceparent",        0, "#15 7d" },
+    { "tracestate",         0, "#15 7d" },
+    { "Aura_Status",        0, "#15 7d" },
+    { "aura_role",          0, "#15 7d" },
     { "connection",         0, NULL },
     { "Connection",         0, NULL },
     { "keep-alive",         0, NULL },
@@ -328,6 +542,15 @@ typedef struct {
     const char *absent[MAX_KV]; /* exact keys that must be NOT_FOUND */
 } encode_case_t;
 
+/* A row with the gateway's identity and trace context (NULL: not sent). */
+typedef struct {
+    encode_case_t c;
+    const char *project;
+    const char *role;
+    const char *traceparent;
+    const char *tracestate;
+} encode_id_case_t;
+
 static const encode_case_t encode_cases[] = {
     {
         "full request", NULL,
@@ -415,18 +638,21 @@ static const encode_case_t encode_cases[] = {
             { "X-Request-Id", "client-id" },
         },
         {
+            /* Until #15 the client's X-Request-Id crossed as
+             * x-request-id: the id is the gateway's (Aura-Request-Id). */
             { "Aura-Method", "DELETE" },
             { "Aura-Path", "/v1/x" },
             { "Aura-Request-Id", "gw-id" },
             { "Aura-Plane", "data" },
-            { "x-request-id", "client-id" },
         },
         {
             "Aura-Query", "aura-request-id", "aura-method", "aura-path",
             "aura-query", "aura-plane", "Aura-Status", "aura-status",
             "Status", "status", "Description", "description",
+            "x-request-id", "X-Request-Id",
         },
     },
+
     {
         "every hop-by-hop header, mixed case", NULL,
         "GET", "/h", NULL, "r", "data",
@@ -545,6 +771,73 @@ static const encode_case_t encode_cases[] = {
     },
 };
 
+static const encode_id_case_t encode_id_cases[] = {
+    { {
+        "no spelling of an identity header crosses",
+        "#15 no spelling of an identity header crosses",
+        "GET", "/v1/y", NULL, "gw", "data",
+        {
+            { "Aura_Role", "service_role" },
+            { "AURA-role", "service_role" },
+            { "aura_project", "other" },
+            { "Aura_Org", "other" },
+            { "aura_key_role", "service_role" },
+            { "Aura_Actor", "someone" },
+            { "x_request_id", "forged" },
+            { "X-Request-Id", "forged" },
+            { "Traceparent",
+              "00-11111111111111111111111111111111-2222222222222222-01" },
+            { "tracestate", "forged=1" },
+            { "X-Kept", "k" },
+        },
+        {
+            { "Aura-Method", "GET" },
+            { "Aura-Path", "/v1/y" },
+            { "Aura-Request-Id", "gw" },
+            { "Aura-Plane", "data" },
+            { "Aura-Project", "p" },
+            { "Aura-Role", "anon" },
+            { "traceparent",
+              "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" },
+            { "x-kept", "k" },
+        },
+        {
+            "Aura_Role", "aura_role", "AURA-role", "aura_project",
+            "aura_org", "Aura_Org", "aura_key_role", "aura_actor",
+            "Aura_Actor", "x_request_id", "x-request-id", "Traceparent",
+            "tracestate",
+        } },
+        "p", "anon",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", NULL,
+    },
+    { {
+        "Connection cannot remove what the gateway sets",
+        "#15 hop-by-hop headers cannot touch identity",
+        "GET", "/v1/z", NULL, "gw", "data",
+        {
+            { "Connection",
+              "close, Aura-Role, Aura-Project, X-Request-Id, traceparent, "
+              "tracestate" },
+            { "tracestate", "client=1" },
+        },
+        {
+            { "Aura-Method", "GET" },
+            { "Aura-Path", "/v1/z" },
+            { "Aura-Request-Id", "gw" },
+            { "Aura-Plane", "data" },
+            { "Aura-Project", "p" },
+            { "Aura-Role", "anon" },
+            { "traceparent",
+              "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" },
+            { "tracestate", "kept=1" },
+        },
+        { "connection", "x-request-id" } },
+        "p", "anon",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        "kept=1",
+    },
+};
+
 /* Values of key in want, in order; returns how many. */
 static int want_values(const kv_t *want, const char *key,
                        const char **vals)
@@ -635,42 +928,57 @@ static void check_message_headers(natsMsg *m, const kv_t *want,
     }
 }
 
+static void encode_one(apr_pool_t *p, const encode_case_t *c, size_t i,
+                       const encode_id_case_t *id)
+{
+    apr_table_t *t = apr_table_make(p, 4);
+    aura_envelope_req_t in;
+    natsMsg *m = NULL;
+    natsStatus s;
+    int j;
+
+    for (j = 0; j < MAX_KV && c->client[j].key; j++) {
+        apr_table_add(t, c->client[j].key, c->client[j].val);
+    }
+    memset(&in, 0, sizeof(in));
+    in.method = c->method;
+    in.path = c->path;
+    in.query = c->query;
+    in.request_id = c->request_id;
+    in.plane = c->plane;
+    in.headers = t;
+    if (id) {
+        in.project = id->project;
+        in.role = id->role;
+        in.traceparent = id->traceparent;
+        in.tracestate = id->tracestate;
+    }
+
+    s = aura_envelope_encode(p, "aura.test", &in, &m);
+    if (s != NATS_OK) {
+        print_error("row %zu \"%s\": encode returned %d\n", i, c->name,
+                    (int)s);
+    }
+    assert_int_equal(s, NATS_OK);
+    assert_non_null(m);
+    assert_string_equal(natsMsg_GetSubject(m), "aura.test");
+    assert_null(natsMsg_GetReply(m));
+    assert_int_equal(natsMsg_GetDataLength(m), 0);
+    check_message_headers(m, c->want, c->absent, c->name);
+    natsMsg_Destroy(m);
+}
+
 static void test_encode_headers(void **state)
 {
     apr_pool_t *p = *state;
     size_t i;
-    int j;
 
     for (i = 0; i < sizeof(encode_cases) / sizeof(encode_cases[0]); i++) {
-        const encode_case_t *c = &encode_cases[i];
-        apr_table_t *t = apr_table_make(p, 4);
-        aura_envelope_req_t in;
-        natsMsg *m = NULL;
-        natsStatus s;
-
-        for (j = 0; j < MAX_KV && c->client[j].key; j++) {
-            apr_table_add(t, c->client[j].key, c->client[j].val);
-        }
-        memset(&in, 0, sizeof(in));
-        in.method = c->method;
-        in.path = c->path;
-        in.query = c->query;
-        in.request_id = c->request_id;
-        in.plane = c->plane;
-        in.headers = t;
-
-        s = aura_envelope_encode(p, "aura.test", &in, &m);
-        if (s != NATS_OK) {
-            print_error("row %zu \"%s\": encode returned %d\n", i, c->name,
-                        (int)s);
-        }
-        assert_int_equal(s, NATS_OK);
-        assert_non_null(m);
-        assert_string_equal(natsMsg_GetSubject(m), "aura.test");
-        assert_null(natsMsg_GetReply(m));
-        assert_int_equal(natsMsg_GetDataLength(m), 0);
-        check_message_headers(m, c->want, c->absent, c->name);
-        natsMsg_Destroy(m);
+        encode_one(p, &encode_cases[i], i, NULL);
+    }
+    for (i = 0; i < sizeof(encode_id_cases) / sizeof(encode_id_cases[0]);
+         i++) {
+        encode_one(p, &encode_id_cases[i].c, i, &encode_id_cases[i]);
     }
 }
 
@@ -856,6 +1164,23 @@ static const decode_case_t decode_cases[] = {
         NULL, 0,
         APR_SUCCESS, 200,
         { { "X-Hopper", "kept: not a whole token" } },
+    },
+    {
+        "a service cannot add a second X-Request-Id (any spelling)",
+        "#15 7d a service cannot add a header the gateway owns",
+        {
+            { "Aura-Status", "200" },
+            { "X-Request-Id", "service-id" },
+            { "x_request_id", "service-id-2" },
+            { "traceparent",
+              "00-11111111111111111111111111111111-2222222222222222-01" },
+            { "Tracestate", "s=1" },
+            { "Aura_Role", "service_role" },
+            { "X-Service", "kept" },
+        },
+        NULL, 0,
+        APR_SUCCESS, 200,
+        { { "X-Service", "kept" } },
     },
     {
         "lower-case aura-status is accepted", NULL,
@@ -1137,6 +1462,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_request_header_ok,
+                                        pool_setup, pool_teardown),
+        cmocka_unit_test_setup_teardown(test_own_header,
+                                        pool_setup, pool_teardown),
+        cmocka_unit_test_setup_teardown(test_upgrade_head,
                                         pool_setup, pool_teardown),
         cmocka_unit_test_setup_teardown(test_reply_header_ok,
                                         pool_setup, pool_teardown),

@@ -570,6 +570,10 @@ typedef struct {
     int aud_exact;
     int require_sub;
     apr_size_t max_len;
+    int aud_any;
+    apr_size_t sub_max;
+    const char *project_claim;
+    const char *project;
     aura_jwt_result_e want;
     /* OK rows */
     const char *want_sub;
@@ -578,6 +582,10 @@ typedef struct {
 } verify_case_t;
 
 #define P_OK   "{\"sub\":\"u1\",\"exp\":1700000300}"
+#define SUB90  "0123456789012345678901234567890123456789" \
+               "0123456789012345678901234567890123456789" "0123456789"
+#define SUB255 SUB90 SUB90 "012345678901234567890123456789" \
+               "012345678901234567890123456789012345678901234"
 #define H_RS   "{\"alg\":\"RS256\",\"typ\":\"JWT\",\"kid\":\"rsa1\"}"
 #define H_ES   "{\"alg\":\"ES256\",\"typ\":\"JWT\",\"kid\":\"ec1\"}"
 #define H_HS   "{\"alg\":\"HS256\",\"typ\":\"JWT\",\"kid\":\"hs1\"}"
@@ -839,12 +847,114 @@ static const verify_case_t verify_cases[] = {
     { "aud [api, x], exact", NULL,
       HS_RAW("{\"exp\":1700000300,\"aud\":[\"api\",\"x\"]}"), .aud = "api",
       .aud_exact = 1, .want = AURA_JWT_BAD_AUDIENCE },
-    { "aud [api, x], non-exact", NULL,
+    /* Since 0.5.0 an untrusted extra audience is refused unless the
+     * policy says any (AuraJWTAudienceMatch any): these two rows were OK
+     * by default before. */
+    { "aud [api, x], any", NULL,
       HS_RAW("{\"exp\":1700000300,\"aud\":[\"api\",\"x\"]}"), .aud = "api",
-      .want = AURA_JWT_OK },
-    { "aud [x, api], non-exact", NULL,
+      .aud_any = 1, .want = AURA_JWT_OK },
+    { "aud [x, api], any", NULL,
       HS_RAW("{\"exp\":1700000300,\"aud\":[\"x\",\"api\"]}"), .aud = "api",
+      .aud_any = 1, .want = AURA_JWT_OK },
+    { "aud [api, x], all (the default)", NULL,
+      HS_RAW("{\"exp\":1700000300,\"aud\":[\"api\",\"x\"]}"), .aud = "api",
+      .want = AURA_JWT_BAD_AUDIENCE },
+    { "aud [x, api], all (the default)", NULL,
+      HS_RAW("{\"exp\":1700000300,\"aud\":[\"x\",\"api\"]}"), .aud = "api",
+      .want = AURA_JWT_BAD_AUDIENCE },
+    { "aud [api], all", NULL,
+      HS_RAW("{\"exp\":1700000300,\"aud\":[\"api\"]}"), .aud = "api",
       .want = AURA_JWT_OK },
+    { "aud [api, api], all", NULL,
+      HS_RAW("{\"exp\":1700000300,\"aud\":[\"api\",\"api\"]}"),
+      .aud = "api", .want = AURA_JWT_OK },
+    { "aud [api, API], all", NULL,
+      HS_RAW("{\"exp\":1700000300,\"aud\":[\"api\",\"API\"]}"),
+      .aud = "api", .want = AURA_JWT_BAD_AUDIENCE },
+    { "aud [x, y], any", NULL,
+      HS_RAW("{\"exp\":1700000300,\"aud\":[\"x\",\"y\"]}"), .aud = "api",
+      .aud_any = 1, .want = AURA_JWT_BAD_AUDIENCE },
+    { "aud [], any", NULL,
+      HS_RAW("{\"exp\":1700000300,\"aud\":[]}"), .aud = "api",
+      .aud_any = 1, .want = AURA_JWT_BAD_AUDIENCE },
+    { "aud [api, x], exact beats any", NULL,
+      HS_RAW("{\"exp\":1700000300,\"aud\":[\"api\",\"x\"]}"), .aud = "api",
+      .aud_exact = 1, .aud_any = 1, .want = AURA_JWT_BAD_AUDIENCE },
+
+    /* sub: bounded, printable (identity) */
+    { "sub of 255 bytes", NULL,
+      HS_RAW("{\"exp\":1700000300,\"sub\":\"" SUB255 "\"}"),
+      .require_sub = 1, .want = AURA_JWT_OK, .want_sub = SUB255 },
+    { "sub of 256 bytes", NULL,
+      HS_RAW("{\"exp\":1700000300,\"sub\":\"x" SUB255 "\"}"),
+      .require_sub = 1, .want = AURA_JWT_BAD_SUBJECT },
+    { "sub of 600 bytes", NULL,
+      HS_RAW("{\"exp\":1700000300,\"sub\":\"" SUB255 SUB255 SUB90 "\"}"),
+      .require_sub = 1, .want = AURA_JWT_BAD_SUBJECT },
+    { "sub longer than sub_max", NULL,
+      HS_RAW("{\"exp\":1700000300,\"sub\":\"abcdef\"}"),
+      .require_sub = 1, .sub_max = 5, .want = AURA_JWT_BAD_SUBJECT },
+    { "sub as long as sub_max", NULL,
+      HS_RAW("{\"exp\":1700000300,\"sub\":\"abcde\"}"),
+      .require_sub = 1, .sub_max = 5, .want = AURA_JWT_OK,
+      .want_sub = "abcde" },
+    { "sub with \\u0000 (jansson refuses it)", NULL,
+      HS_RAW("{\"exp\":1700000300,\"sub\":\"a\\u0000b\"}"),
+      .require_sub = 1, .want = AURA_JWT_MALFORMED },
+    { "sub with CR LF", NULL,
+      HS_RAW("{\"exp\":1700000300,\"sub\":\"a\\r\\nAura-Role: x\"}"),
+      .require_sub = 1, .want = AURA_JWT_BAD_SUBJECT },
+    { "sub with a tab", NULL,
+      HS_RAW("{\"exp\":1700000300,\"sub\":\"a\\tb\"}"),
+      .require_sub = 1, .want = AURA_JWT_BAD_SUBJECT },
+    { "sub with \\u001f", NULL,
+      HS_RAW("{\"exp\":1700000300,\"sub\":\"a\\u001fb\"}"),
+      .require_sub = 1, .want = AURA_JWT_BAD_SUBJECT },
+    { "sub with DEL", NULL,
+      HS_RAW("{\"exp\":1700000300,\"sub\":\"a\\u007fb\"}"),
+      .require_sub = 1, .want = AURA_JWT_BAD_SUBJECT },
+    { "sub with non-ASCII letters", NULL,
+      HS_RAW("{\"exp\":1700000300,\"sub\":\"J\\u00fcrgen\"}"),
+      .require_sub = 1, .want = AURA_JWT_OK, .want_sub = "J\xc3\xbcrgen" },
+    { "sub with CR, sub not required", NULL,
+      HS_RAW("{\"exp\":1700000300,\"sub\":\"a\\rb\"}"),
+      .want = AURA_JWT_BAD_SUBJECT },
+
+    /* project claim */
+    { "project claim equal", NULL,
+      HS_RAW("{\"exp\":1700000300,\"sub\":\"u\",\"aura_project\":\"p1\"}"),
+      .project_claim = "aura_project", .project = "p1",
+      .want = AURA_JWT_OK, .want_sub = "u" },
+    { "project claim of another project", NULL,
+      HS_RAW("{\"exp\":1700000300,\"sub\":\"u\",\"aura_project\":\"p2\"}"),
+      .project_claim = "aura_project", .project = "p1",
+      .want = AURA_JWT_BAD_PROJECT },
+    { "project claim absent", NULL,
+      HS_RAW("{\"exp\":1700000300,\"sub\":\"u\"}"),
+      .project_claim = "aura_project", .project = "p1",
+      .want = AURA_JWT_BAD_PROJECT },
+    { "project claim a prefix", NULL,
+      HS_RAW("{\"exp\":1700000300,\"sub\":\"u\",\"aura_project\":\"p\"}"),
+      .project_claim = "aura_project", .project = "p1",
+      .want = AURA_JWT_BAD_PROJECT },
+    { "project claim an array", NULL,
+      HS_RAW("{\"exp\":1700000300,\"sub\":\"u\",\"aura_project\":[\"p1\"]}"),
+      .project_claim = "aura_project", .project = "p1",
+      .want = AURA_JWT_BAD_PROJECT },
+    { "project claim under another name", NULL,
+      HS_RAW("{\"exp\":1700000300,\"sub\":\"u\",\"project\":\"p1\"}"),
+      .project_claim = "aura_project", .project = "p1",
+      .want = AURA_JWT_BAD_PROJECT },
+    { "project claim, configured name", NULL,
+      HS_RAW("{\"exp\":1700000300,\"sub\":\"u\",\"https://x/p\":\"p1\"}"),
+      .project_claim = "https://x/p", .project = "p1",
+      .want = AURA_JWT_OK, .want_sub = "u" },
+    { "project claim, no project to match", NULL,
+      HS_RAW("{\"exp\":1700000300,\"sub\":\"u\",\"aura_project\":\"p1\"}"),
+      .project_claim = "aura_project", .want = AURA_JWT_BAD_PROJECT },
+    { "project claim not checked", NULL,
+      HS_RAW("{\"exp\":1700000300,\"sub\":\"u\",\"aura_project\":\"p2\"}"),
+      .project = "p1", .want = AURA_JWT_OK, .want_sub = "u" },
     { "aud [x, y], non-exact", NULL,
       HS_RAW("{\"exp\":1700000300,\"aud\":[\"x\",\"y\"]}"), .aud = "api",
       .want = AURA_JWT_BAD_AUDIENCE },
@@ -1054,6 +1164,10 @@ static aura_jwt_policy_t policy_of(const verify_case_t *c)
     pol.audience_exact = c->aud_exact;
     pol.max_len = c->max_len;
     pol.require_sub = c->require_sub;
+    pol.audience_any = c->aud_any;
+    pol.sub_max = c->sub_max;
+    pol.project_claim = c->project_claim;
+    pol.project = c->project;
     return pol;
 }
 
@@ -1602,7 +1716,7 @@ static void test_result_text(void **state)
     int r, s;
 
     (void)state;
-    for (r = AURA_JWT_OK; r <= AURA_JWT_NO_SUBJECT; r++) {
+    for (r = AURA_JWT_OK; r <= AURA_JWT_BAD_PROJECT; r++) {
         const char *t = aura_jwt_result_text((aura_jwt_result_e)r);
 
         assert_non_null(t);

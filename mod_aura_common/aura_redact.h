@@ -1,0 +1,59 @@
+/* Licensed under the Apache License, Version 2.0 (see LICENSE).
+ *
+ * aura_redact.h: the one rule that keeps credentials in URLs out of the
+ * logs (docs/logging.md, "Redaction").  Pure functions (APR only, no
+ * httpd.h): t/unit/test_redact.c links them as they are.
+ */
+#ifndef AURA_REDACT_H
+#define AURA_REDACT_H
+
+#include "apr_pools.h"
+
+/* What a redacted value becomes. */
+#define AURA_REDACTED "REDACTED"
+
+/* A parameter name longer than this (as sent) is redacted unread. */
+#define AURA_REDACT_NAME_MAX 256
+
+/**
+ * Whether a query parameter's name looks like a credential.  The name
+ * is percent-decoded (up to three times: a double-encoded name decodes
+ * further in some stacks), ASCII-lowercased, and every character that
+ * is not a letter or a digit is dropped: "Api-Key", "api_key",
+ * "API.KEY", "%61pi%5Fkey" and "user[api_key]" are all "apikey".  It
+ * looks like a credential when what is left contains one of key, token,
+ * secret, passw, passphrase, pwd, auth, jwt, bearer, signature, cred,
+ * session, sessid, cookie, ticket, or is one of pass, sig, code, otp,
+ * pin, sid, hmac.  The rule errs toward redacting.
+ * @param name the name as sent (not NUL-terminated)
+ * @param len its length; above AURA_REDACT_NAME_MAX the answer is yes
+ */
+int aura_redact_name(const char *name, apr_size_t len);
+
+/**
+ * A query string (without '?') whose credential-looking parameters
+ * (aura_redact_name) have AURA_REDACTED as their value.  Parameters are
+ * separated by '&', ';' (read as a separator by CGI.pm, PHP's
+ * arg_separator and others) or '#'; a name without '=' has no value to
+ * hide.
+ * @return q itself when nothing is redacted (NULL for NULL), else a copy
+ *         from p
+ */
+const char *aura_redact_query(apr_pool_t *p, const char *q);
+
+/**
+ * The same for a URI (path, '?', query, maybe '#fragment'): what follows
+ * the first '?' or '#' is a query.
+ * @return s itself when nothing is redacted, else a copy from p
+ */
+const char *aura_redact_uri(apr_pool_t *p, const char *s);
+
+/**
+ * The same for a request line, "METHOD URI PROTOCOL": the query runs to
+ * the last space (the protocol is kept), so a value with a space in it
+ * is hidden whole.
+ * @return s itself when nothing is redacted, else a copy from p
+ */
+const char *aura_redact_request_line(apr_pool_t *p, const char *s);
+
+#endif /* AURA_REDACT_H */

@@ -1,0 +1,206 @@
+/* Licensed under the Apache License, Version 2.0 (see LICENSE).
+ *
+ * test_redact.c: the log redaction rule (aura_redact.c), table-driven.
+ * Rows marked #15 are the look-alike spellings of issue #15 (point 7):
+ * every one of them must be hidden, though only "apikey" is a key.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "apr_general.h"
+
+#include "aura_unit.h"
+#include "aura_redact.h"
+
+static void test_name(void **state)
+{
+    static const struct {
+        const char *name;
+        int secret;
+    } rows[] = {
+        { "apikey", 1 },
+        { "APIKEY", 1 },                        /* #15 */
+        { "api_key", 1 },                       /* #15 */
+        { "Api-Key", 1 },                       /* #15 */
+        { "api.key", 1 },
+        { "%61pikey", 1 },                      /* #15 */
+        { "api%5Fkey", 1 },                     /* #15 */
+        { "%2561pikey", 1 },                    /* #15: double-encoded */
+        { "%252561pikey", 1 },                  /* three rounds */
+        { "user[api_key]", 1 },
+        { "api%00key", 1 },                     /* a NUL inside */
+        { "token", 1 },                         /* #15: the metrics token */
+        { "access_token", 1 },                  /* #15 */
+        { "Access-Token", 1 },
+        { "refresh_token", 1 },
+        { "id_token", 1 },
+        { "key", 1 },
+        { "secret", 1 },
+        { "client_secret", 1 },
+        { "password", 1 },
+        { "new_password", 1 },
+        { "passwd", 1 },
+        { "pwd", 1 },
+        { "pass", 1 },
+        { "auth", 1 },
+        { "authorization", 1 },
+        { "jwt", 1 },
+        { "signature", 1 },
+        { "X-Amz-Signature", 1 },
+        { "X-Amz-Credential", 1 },
+        { "X-Amz-Security-Token", 1 },
+        { "sig", 1 },                           /* Azure SAS */
+        { "code", 1 },                          /* OAuth authorization code */
+        { "session_id", 1 },
+        { "PHPSESSID", 1 },
+        { "ticket", 1 },
+        { "otp", 1 },
+        { "hmac", 1 },
+        /* Not credentials. */
+        { "x", 0 },
+        { "page", 0 },
+        { "limit", 0 },
+        { "select", 0 },
+        { "order", 0 },
+        { "q", 0 },
+        { "", 0 },
+        { "%zz", 0 },
+        { "passage", 0 },                       /* "pass" is exact only */
+        { "signal", 0 },                        /* "sig" is exact only */
+        { "codec", 0 },
+    };
+    char long_name[AURA_REDACT_NAME_MAX + 2];
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        if (aura_redact_name(rows[i].name, strlen(rows[i].name))
+            != rows[i].secret) {
+            fail_msg("row %zu: '%s' should%s be redacted", i, rows[i].name,
+                     rows[i].secret ? "" : " not");
+        }
+    }
+    /* Too long to read: redacted unread. */
+    memset(long_name, 'x', sizeof(long_name));
+    assert_false(aura_redact_name(long_name, AURA_REDACT_NAME_MAX));
+    assert_true(aura_redact_name(long_name, AURA_REDACT_NAME_MAX + 1));
+}
+
+static void test_query(void **state)
+{
+    apr_pool_t *p = *state;
+    static const struct {
+        const char *in;
+        const char *out;
+    } rows[] = {
+        { "", "" },
+        { "a=1&b=2", "a=1&b=2" },
+        { "apikey=s", "apikey=REDACTED" },
+        { "APIKEY=s&a=1", "APIKEY=REDACTED&a=1" },                 /* #15 */
+        { "a=1&api_key=s", "a=1&api_key=REDACTED" },               /* #15 */
+        { "Api-Key=s", "Api-Key=REDACTED" },                       /* #15 */
+        { "%61pikey=s", "%61pikey=REDACTED" },                     /* #15 */
+        { "api%5Fkey=s", "api%5Fkey=REDACTED" },                   /* #15 */
+        { "token=s", "token=REDACTED" },                           /* #15 */
+        { "access_token=s&x=1", "access_token=REDACTED&x=1" },     /* #15 */
+        { "a=1;token=s;b=2", "a=1;token=REDACTED;b=2" },
+        { "token=", "token=REDACTED" },
+        { "token", "token" },                   /* no value to hide */
+        { "token=a=b&c=d", "token=REDACTED&c=d" },
+        { "=s&&token=t&", "=s&&token=REDACTED&" },
+        { "token=REDACTED", "token=REDACTED" },
+        { "x=token&y=apikey", "x=token&y=apikey" },  /* values are not names */
+        { "password=a+b%20c&page=2", "password=REDACTED&page=2" },
+    };
+    const char *same = "a=1&b=2";
+    size_t i;
+
+    for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        assert_string_equal(aura_redact_query(p, rows[i].in), rows[i].out);
+    }
+    /* Nothing to hide: no copy. */
+    assert_ptr_equal(aura_redact_query(p, same), same);
+    assert_null(aura_redact_query(p, NULL));
+}
+
+static void test_uri(void **state)
+{
+    apr_pool_t *p = *state;
+    static const struct {
+        const char *in;
+        const char *out;
+    } rows[] = {
+        { "/v1/x", "/v1/x" },
+        { "/v1/x?apikey=s", "/v1/x?apikey=REDACTED" },
+        { "/token=path?x=1", "/token=path?x=1" },     /* the path is not */
+        { "/p?apikey=a#frag", "/p?apikey=REDACTED#frag" },
+        { "/p?a=1#token=s", "/p?a=1#token=REDACTED" },
+        { "/p#token=s", "/p#token=REDACTED" },
+        { "/metrics?token=s", "/metrics?token=REDACTED" },         /* #15 */
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        assert_string_equal(aura_redact_uri(p, rows[i].in), rows[i].out);
+    }
+    assert_null(aura_redact_uri(p, NULL));
+}
+
+static void test_request_line(void **state)
+{
+    apr_pool_t *p = *state;
+    static const struct {
+        const char *in;
+        const char *out;
+    } rows[] = {
+        /* The rows of the former aura_apikey_redact; "myapikey" is now
+         * hidden as well (it contains "key"). */
+        { "GET /v1/x HTTP/1.1", "GET /v1/x HTTP/1.1" },
+        { "GET /v1/x?apikey=secret HTTP/1.1",
+          "GET /v1/x?apikey=REDACTED HTTP/1.1" },
+        { "GET /v1/x?a=1&apikey=s1&b=2&apikey=s2 HTTP/1.1",
+          "GET /v1/x?a=1&apikey=REDACTED&b=2&apikey=REDACTED HTTP/1.1" },
+        { "GET /p?myapikey=keep&apikey= HTTP/1.1",
+          "GET /p?myapikey=REDACTED&apikey=REDACTED HTTP/1.1" },
+        /* #15: look-alike spellings. */
+        { "GET /v1/x?%61pikey=s&APIKEY=t&Api-Key=u HTTP/1.1",
+          "GET /v1/x?%61pikey=REDACTED&APIKEY=REDACTED&Api-Key=REDACTED "
+          "HTTP/1.1" },
+        { "GET /metrics?access_token=s HTTP/1.0",
+          "GET /metrics?access_token=REDACTED HTTP/1.0" },
+        /* A space inside the URI: the value runs to the protocol. */
+        { "GET /p?token=a b HTTP/1.1", "GET /p?token=REDACTED HTTP/1.1" },
+        /* HTTP/0.9: no protocol. */
+        { "GET /p?token=s", "GET /p?token=REDACTED" },
+        { "GET /token=x HTTP/1.1", "GET /token=x HTTP/1.1" },
+        { "", "" },
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        assert_string_equal(aura_redact_request_line(p, rows[i].in),
+                            rows[i].out);
+    }
+    assert_null(aura_redact_request_line(p, NULL));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_name),
+        cmocka_unit_test_setup_teardown(test_query, pool_setup,
+                                        pool_teardown),
+        cmocka_unit_test_setup_teardown(test_uri, pool_setup, pool_teardown),
+        cmocka_unit_test_setup_teardown(test_request_line, pool_setup,
+                                        pool_teardown),
+    };
+    int rc;
+
+    apr_initialize();
+    rc = cmocka_run_group_tests_name("redact", tests, NULL, NULL);
+    apr_terminate();
+    return rc;
+}
