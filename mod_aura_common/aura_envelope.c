@@ -276,6 +276,32 @@ static natsStatus set_if(natsMsg *m, const char *key, const char *value)
     return value && *value ? natsMsgHeader_Set(m, key, value) : NATS_OK;
 }
 
+/* nats.c 3.4.1 finds a header key by a hash that skips some bytes and
+ * a comparison over the length of the key looked up: a key that is a
+ * prefix of one already there, with the same hash, is taken for it.
+ * natsMsgHeader_Add("trace") then adds to the gateway's "traceparent"
+ * (fuzz/fuzz_envelope.c, issue #15).  So a client header goes in only
+ * under a key nats.c does not find, or finds because this loop added
+ * that very key before (a repeated header stays repeated values: Add,
+ * not Set).  A name that collides is dropped. */
+static natsStatus add_client_header(apr_pool_t *p, natsMsg *m,
+                                    apr_table_t **sent, const char *key,
+                                    const char *value)
+{
+    const char *found = NULL;
+
+    if (natsMsgHeader_Get(m, key, &found) == NATS_OK
+        && !(*sent && apr_table_get(*sent, key)
+             && !strcmp(apr_table_get(*sent, key), key))) {
+        return NATS_OK;
+    }
+    if (!*sent) {
+        *sent = apr_table_make(p, 8);
+    }
+    apr_table_setn(*sent, key, key);
+    return natsMsgHeader_Add(m, key, value);
+}
+
 natsStatus aura_envelope_encode(apr_pool_t *p, const char *subject,
                                 const aura_envelope_req_t *in,
                                 natsMsg **out)
@@ -283,6 +309,7 @@ natsStatus aura_envelope_encode(apr_pool_t *p, const char *subject,
     const apr_array_header_t *arr;
     const apr_table_entry_t *e;
     const char *connection;
+    apr_table_t *sent = NULL;
     natsMsg *m = NULL;
     natsStatus s;
     int i;
@@ -332,8 +359,8 @@ natsStatus aura_envelope_encode(apr_pool_t *p, const char *subject,
             || !aura_envelope_request_header_ok(e[i].key, connection)) {
             continue;
         }
-        /* Add, not Set: a repeated header stays repeated values. */
-        s = natsMsgHeader_Add(m, lower_dup(p, e[i].key), e[i].val);
+        s = add_client_header(p, m, &sent, lower_dup(p, e[i].key),
+                              e[i].val);
     }
     if (s != NATS_OK) {
         natsMsg_Destroy(m);

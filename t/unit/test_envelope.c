@@ -836,6 +836,40 @@ static const encode_id_case_t encode_id_cases[] = {
         "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
         "kept=1",
     },
+    { {
+        /* nats.c 3.4.1 takes a key that is a prefix of one already there,
+         * with the same hash, for that key: Add("trace") added to the
+         * gateway's traceparent (found by fuzz/fuzz_envelope.c).  Such
+         * a client header is dropped; a repeated one stays repeated. */
+        "a client header nats.c takes for a gateway header is dropped",
+        "#15 nats.c header key collisions",
+        "GET", "/v1/t", NULL, "gw", "data",
+        {
+            { "Trace", "forged-1" },
+            { "Tracepa", "forged-2" },
+            { "Trac", "forged-3" },
+            { "Traces", "forged-4" },
+            { "X-Multi", "one" },
+            { "X-Multi", "two" },
+        },
+        {
+            { "Aura-Method", "GET" },
+            { "Aura-Path", "/v1/t" },
+            { "Aura-Request-Id", "gw" },
+            { "Aura-Plane", "data" },
+            { "Aura-Project", "p" },
+            { "Aura-Role", "anon" },
+            { "traceparent",
+              "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" },
+            { "tracestate", "gw=1" },
+            { "x-multi", "one" },
+            { "x-multi", "two" },
+        },
+        { "connection" } },
+        "p", "anon",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        "gw=1",
+    },
 };
 
 /* Values of key in want, in order; returns how many. */
