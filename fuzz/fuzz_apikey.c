@@ -14,10 +14,10 @@
  *    exactly one apikey parameter (two or more are refused), and what is
  *    left is the query's other parameters, in order, none named apikey;
  *    without a key the query is left as it is;
- *  - aura_apikey_redact: the value of an apikey parameter (after '?' or
- *    '&') that could be a key never survives in the redacted line.
- * The assertions stay true for a wider rule (look-alike names taken out,
- * refused or redacted too: issue #15).
+ *  - aura_redact_query/uri/request_line (aura_redact.c, the one
+ *    redaction rule of issue #15): a value that could be a key, under a
+ *    name aura_redact_name calls a credential (apikey always), never
+ *    survives; a URI's path is kept and its query redacted as a query.
  */
 #include "aura_fuzz.h"
 
@@ -26,6 +26,7 @@
 #include "apr_tables.h"
 
 #include "aura_apikey.h"
+#include "aura_redact.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -129,33 +130,51 @@ static void check_from_query(apr_pool_t *p, const char *args)
     AURA_FUZZ_ASSERT(out->nelts < in->nelts);
 }
 
-/* A secret in an apikey parameter never survives redaction.  Checked for
- * values long enough to be keys that occur nowhere else in the line (a
- * short value may occur anywhere by chance). */
+/* A secret never survives redaction: for every parameter (separated by
+ * '&', ';' or '#') whose name the rule calls a credential, a value long
+ * enough to be a key that occurs nowhere else in the string is gone
+ * from the redacted query, URI and request line.  The exact name
+ * apikey is always a credential. */
 static void check_redact(apr_pool_t *p, const char *s)
 {
-    const char *r = aura_apikey_redact(p, s);
-    const char *hit;
+    const char *rq = aura_redact_query(p, s);
+    const char *ru = aura_redact_uri(p, s);
+    const char *rl = aura_redact_request_line(p, s);
+    const char *seg = s;
 
-    AURA_FUZZ_ASSERT(r != NULL);
-    if (r != s) {
-        AURA_FUZZ_ASSERT(strlen(r) <= 2 * strlen(s) + 15);
+    AURA_FUZZ_ASSERT(aura_redact_name("apikey", 6));
+    AURA_FUZZ_ASSERT(rq && ru && rl);
+    while (*seg) {
+        size_t len = strcspn(seg, "&;#");
+        const char *eq = memchr(seg, '=', len);
+
+        if (eq && aura_redact_name(seg, (apr_size_t)(eq - seg))) {
+            size_t vlen = len - (size_t)(eq + 1 - seg);
+            const char *val = apr_pstrmemdup(p, eq + 1, vlen);
+            const char *first = strstr(s, val);
+
+            if (vlen >= AURA_APIKEY_MIN && first == eq + 1
+                && !strstr(first + 1, val) && !strchr(val, ' ')
+                && !strchr(val, '?')) {
+                /* As a query: always redacted. */
+                AURA_FUZZ_ASSERT(!strstr(rq, val));
+            }
+        }
+        seg += len;
+        if (*seg) {
+            seg++;
+        }
     }
-    for (hit = strstr(s, "apikey="); hit; hit = strstr(hit + 1, "apikey=")) {
-        const char *v = hit + 7;
-        size_t vlen = strcspn(v, "& #");
-        const char *val, *again;
+    /* The URI: the query is what follows the first '?' or '#'. */
+    {
+        const char *q = s + strcspn(s, "?#");
 
-        if (hit == s || (hit[-1] != '?' && hit[-1] != '&')
-            || vlen < AURA_APIKEY_MIN) {
-            continue;
+        if (*q && !strchr(q + 1, ' ')) {
+            const char *rq2 = aura_redact_query(p, q + 1);
+
+            AURA_FUZZ_ASSERT(!strcmp(ru + (q + 1 - s), rq2)
+                             && !strncmp(ru, s, (size_t)(q + 1 - s)));
         }
-        val = apr_pstrmemdup(p, v, vlen);
-        again = strstr(s, val);
-        if (again != v || strstr(v + 1, val)) {
-            continue;
-        }
-        AURA_FUZZ_ASSERT(strstr(r, val) == NULL);
     }
 }
 

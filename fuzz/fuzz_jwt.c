@@ -17,6 +17,9 @@
  *          bits 4-5 max_len (default, 256, 1024, 65536: the directive's
  *          range); bit 6 sign mode flips a bit of the signature; bit 7
  *          the key set without kids (one HS256 secret, the RSA key).
+ *  byte 2: bit 0 audience_any (other audiences tolerated); bit 1 the
+ *          token must name the project "proj-1" in its claim
+ *          "project_id"; bits 2-3 sub_max (default, 16, 255, 1024).
  *  raw mode: the rest is the token (cut at a NUL), as a client sends it.
  *    It is also an algorithm list for aura_jwt_parse_algs.
  *  sign mode: the rest is "header JSON\0payload JSON": the harness signs
@@ -24,7 +27,9 @@
  *    claim checks see any payload with a valid signature.
  *
  * Invariants: a token is valid only with an allowed algorithm, an exp
- * not past (leeway included), the policy's issuer, audience and subject;
+ * not past (leeway included), the policy's issuer, audience, project
+ * and subject, and a sub (when there is one) of at most sub_max bytes
+ * without a control character (it becomes Aura-Actor);
  * a raw token is valid only if its signature is exactly the base64url
  * HMAC of its signing input under the secret its kid names (so no other
  * spelling of a signature is accepted, and no RS256/ES256 token is
@@ -48,6 +53,7 @@
 #include <openssl/hmac.h>
 #include <openssl/pem.h>
 
+#include "aura_identity.h"
 #include "aura_jwt.h"
 
 /* The fixed secrets: what the seed tokens are signed with. */
@@ -58,6 +64,8 @@ static const char secret_nokid[] = "aura-fuzz-hs256-secret-without-kid-89ab";
 #define NOW_S 1767225600LL                      /* 2026-01-01T00:00:00Z */
 #define ISSUER "https://auth.aura.example"
 #define AUDIENCE "aura-data"
+#define PROJECT_CLAIM "project_id"
+#define PROJECT "proj-1"
 
 static EVP_PKEY *rsa_key, *ec_key;
 /* AURA_FUZZ_VERBOSE=1: print each verdict (to check the seeds). */
@@ -286,6 +294,15 @@ static void check_valid(apr_pool_t *p, const aura_jwt_policy_t *pol,
     if (pol->require_sub) {
         AURA_FUZZ_ASSERT(c->sub && *c->sub);
     }
+    if (c->sub) {
+        apr_size_t max = pol->sub_max ? pol->sub_max : AURA_SUB_MAX;
+        const char *q;
+
+        AURA_FUZZ_ASSERT(strlen(c->sub) <= max);
+        for (q = c->sub; *q; q++) {
+            AURA_FUZZ_ASSERT((unsigned char)*q >= 0x20 && *q != 0x7f);
+        }
+    }
     if (pol->issuer) {
         AURA_FUZZ_ASSERT(c->iss && !strcmp(c->iss, pol->issuer));
     }
@@ -293,6 +310,12 @@ static void check_valid(apr_pool_t *p, const aura_jwt_policy_t *pol,
     claims = json_loads(c->claims_json, 0, NULL);
     AURA_FUZZ_ASSERT(json_is_object(claims));
     AURA_FUZZ_ASSERT(json_is_number(json_object_get(claims, "exp")));
+    if (pol->project_claim) {
+        json_t *pc = json_object_get(claims, pol->project_claim);
+
+        AURA_FUZZ_ASSERT(json_is_string(pc)
+                         && !strcmp(json_string_value(pc), pol->project));
+    }
     if (pol->audience) {
         json_t *aud = json_object_get(claims, "aud");
 
@@ -303,6 +326,16 @@ static void check_valid(apr_pool_t *p, const aura_jwt_policy_t *pol,
             AURA_FUZZ_ASSERT(json_is_array(aud) && json_array_size(aud));
             if (pol->audience_exact) {
                 AURA_FUZZ_ASSERT(json_array_size(aud) == 1);
+            }
+            if (!pol->audience_any) {
+                size_t i;
+                json_t *m;
+
+                /* The OpenID Connect reading: no other audience. */
+                json_array_foreach(aud, i, m) {
+                    AURA_FUZZ_ASSERT(!strcmp(json_string_value(m),
+                                             pol->audience));
+                }
             }
         }
     }
@@ -387,18 +420,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     aura_jwt_policy_t pol;
     aura_jwt_claims_t out;
     aura_jwt_result_e rv;
-    unsigned int b0, b1;
+    static const apr_size_t sub_maxes[] = { 0, 16, 255, 1024 };
+    unsigned int b0, b1, b2;
     int sign, how, nokid;
     const aura_jwt_keyset_t *ks;
     apr_pool_t *p;
     const char *token;
     size_t max;
 
-    if (size < 2) {
+    if (size < 3) {
         return 0;
     }
     b0 = aura_fuzz_byte(&data, &size);
     b1 = aura_fuzz_byte(&data, &size);
+    b2 = aura_fuzz_byte(&data, &size);
     sign = b0 & 1;
     memset(&pol, 0, sizeof(pol));
     pol.now = apr_time_from_sec(NOW_S);
@@ -412,6 +447,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pol.leeway = leeways[(b1 >> 2) & 3];
     pol.max_len = max_lens[(b1 >> 4) & 3];
     nokid = (b1 & 0x80) != 0;
+    pol.audience_any = (b2 & 1) != 0;
+    pol.project_claim = b2 & 2 ? PROJECT_CLAIM : NULL;
+    pol.project = b2 & 2 ? PROJECT : NULL;
+    pol.sub_max = sub_maxes[(b2 >> 2) & 3];
     ks = nokid ? ks_nokid : ks_kids;
     max = pol.max_len ? pol.max_len : AURA_JWT_DEFAULT_MAX_LEN;
 
@@ -439,7 +478,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     memset(&out, 0x5a, sizeof(out));
     rv = aura_jwt_verify(p, ks, &pol, token, &out);
-    AURA_FUZZ_ASSERT(rv >= AURA_JWT_OK && rv <= AURA_JWT_NO_SUBJECT);
+    AURA_FUZZ_ASSERT(rv >= AURA_JWT_OK && rv <= AURA_JWT_BAD_PROJECT);
     AURA_FUZZ_ASSERT(aura_jwt_result_text(rv) != NULL);
     if (verbose) {
         fprintf(stderr, "fuzz_jwt: %s\n", aura_jwt_result_text(rv));
@@ -470,7 +509,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 /* Seeds: AURA_FUZZ_JWT_MINT=fuzz/corpus/jwt fuzz/bin/fuzz_jwt          */
 
 static void write_seed(const char *dir, const char *name, unsigned int b0,
-                       unsigned int b1, const char *body, size_t len)
+                       unsigned int b1, unsigned int b2, const char *body,
+                       size_t len)
 {
     char *path = apr_pstrcat(aura_fuzz_root, dir, "/", name, NULL);
     FILE *f = fopen(path, "wb");
@@ -481,6 +521,7 @@ static void write_seed(const char *dir, const char *name, unsigned int b0,
     }
     fputc((int)b0, f);
     fputc((int)b1, f);
+    fputc((int)b2, f);
     fwrite(body, 1, len, f);
     fclose(f);
 }
@@ -491,51 +532,66 @@ static void mint_seeds(const char *dir)
         const char *name;
         unsigned int b0, b1;
         const char *header, *payload;
+        unsigned int b2;
     } seeds[] = {
         { "hs1-valid", 0x00, 0x00, "{\"alg\":\"HS256\",\"typ\":\"JWT\",\"kid\":\"hs1\"}",
           "{\"sub\":\"user-1\",\"exp\":2000000000,\"iat\":1767225000,"
-          "\"iss\":\"" ISSUER "\",\"aud\":\"" AUDIENCE "\",\"role\":\"authenticated\"}" },
+          "\"iss\":\"" ISSUER "\",\"aud\":\"" AUDIENCE "\",\"role\":\"authenticated\"}", 0 },
         { "hs1-strict-policy", 0xf8, 0x04, "{\"alg\":\"HS256\",\"kid\":\"hs1\"}",
           "{\"sub\":\"user-1\",\"exp\":2000000000,\"nbf\":1767225000,"
-          "\"iss\":\"" ISSUER "\",\"aud\":[\"" AUDIENCE "\"]}" },
+          "\"iss\":\"" ISSUER "\",\"aud\":[\"" AUDIENCE "\"]}", 0 },
         { "hs1-aud-array", 0x20, 0x00, "{\"alg\":\"HS256\",\"kid\":\"hs1\"}",
-          "{\"sub\":\"u\",\"exp\":2000000000,\"aud\":[\"other\",\"" AUDIENCE "\"]}" },
+          "{\"sub\":\"u\",\"exp\":2000000000,\"aud\":[\"other\",\"" AUDIENCE "\"]}",
+          0x01 },
+        { "hs1-aud-array-strict", 0x20, 0x00, "{\"alg\":\"HS256\",\"kid\":\"hs1\"}",
+          "{\"sub\":\"u\",\"exp\":2000000000,\"aud\":[\"other\",\"" AUDIENCE "\"]}",
+          0x00 },
+        { "hs1-project", 0x80, 0x00, "{\"alg\":\"HS256\",\"kid\":\"hs1\"}",
+          "{\"sub\":\"u\",\"exp\":2000000000,\"" PROJECT_CLAIM "\":\"" PROJECT "\"}",
+          0x02 },
+        { "hs1-project-other", 0x80, 0x00, "{\"alg\":\"HS256\",\"kid\":\"hs1\"}",
+          "{\"sub\":\"u\",\"exp\":2000000000,\"" PROJECT_CLAIM "\":\"proj-2\"}",
+          0x02 },
+        { "hs1-sub-control", 0x00, 0x00, "{\"alg\":\"HS256\",\"kid\":\"hs1\"}",
+          "{\"sub\":\"a\\nAura-Role: x\",\"exp\":2000000000}", 0x00 },
+        { "hs1-sub-max16", 0x00, 0x00, "{\"alg\":\"HS256\",\"kid\":\"hs1\"}",
+          "{\"sub\":\"0123456789abcdefg\",\"exp\":2000000000}", 0x04 },
         { "hs2-valid-real-exp", 0x00, 0x03, "{\"alg\":\"HS256\",\"kid\":\"hs2\"}",
-          "{\"sub\":\"u\",\"exp\":1767225600.5}" },
+          "{\"sub\":\"u\",\"exp\":1767225600.5}", 0 },
         { "hs1-expired", 0x00, 0x00, "{\"alg\":\"HS256\",\"kid\":\"hs1\"}",
-          "{\"sub\":\"u\",\"exp\":1767225500}" },
+          "{\"sub\":\"u\",\"exp\":1767225500}", 0 },
         { "hs1-expired-in-leeway", 0x00, 0x04, "{\"alg\":\"HS256\",\"kid\":\"hs1\"}",
-          "{\"sub\":\"u\",\"exp\":1767225590}" },
+          "{\"sub\":\"u\",\"exp\":1767225590}", 0 },
         { "hs1-nbf-future", 0x00, 0x00, "{\"alg\":\"HS256\",\"kid\":\"hs1\"}",
-          "{\"sub\":\"u\",\"exp\":2000000000,\"nbf\":1900000000}" },
+          "{\"sub\":\"u\",\"exp\":2000000000,\"nbf\":1900000000}", 0 },
         { "hs1-no-exp", 0x00, 0x00, "{\"alg\":\"HS256\",\"kid\":\"hs1\"}",
-          "{\"sub\":\"u\"}" },
+          "{\"sub\":\"u\"}", 0 },
         { "hs1-huge-exp", 0x00, 0x0c, "{\"alg\":\"HS256\",\"kid\":\"hs1\"}",
-          "{\"sub\":\"u\",\"exp\":1e300,\"iat\":-1e300,\"nbf\":-9223372036854775808}" },
+          "{\"sub\":\"u\",\"exp\":1e300,\"iat\":-1e300,\"nbf\":-9223372036854775808}", 0 },
         { "hs1-sub-types", 0x80, 0x00, "{\"alg\":\"HS256\",\"kid\":\"hs1\"}",
-          "{\"sub\":\"\",\"exp\":2000000000}" },
+          "{\"sub\":\"\",\"exp\":2000000000}", 0 },
         { "hs1-dup-claims", 0x00, 0x00, "{\"alg\":\"HS256\",\"kid\":\"hs1\"}",
-          "{\"sub\":\"a\",\"sub\":\"b\",\"exp\":2000000000}" },
+          "{\"sub\":\"a\",\"sub\":\"b\",\"exp\":2000000000}", 0 },
         { "hs1-nul-sub", 0x00, 0x00, "{\"alg\":\"HS256\",\"kid\":\"hs1\"}",
-          "{\"sub\":\"a\\u0000b\",\"exp\":2000000000}" },
+          "{\"sub\":\"a\\u0000b\",\"exp\":2000000000}", 0 },
         { "hs1-long-sub", 0x80, 0x30, "{\"alg\":\"HS256\",\"kid\":\"hs1\"}",
           "{\"sub\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
           "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\","
-          "\"exp\":2000000000}" },
+          "\"exp\":2000000000}", 0 },
         { "hs-nokid", 0x00, 0x80, "{\"alg\":\"HS256\"}",
-          "{\"sub\":\"u\",\"exp\":2000000000}" },
+          "{\"sub\":\"u\",\"exp\":2000000000}", 0 },
         { "alg-none", 0x00, 0x00, "{\"alg\":\"none\",\"kid\":\"hs1\"}",
-          "{\"sub\":\"u\",\"exp\":2000000000}" },
+          "{\"sub\":\"u\",\"exp\":2000000000}", 0 },
         { "alg-lowercase", 0x00, 0x00, "{\"alg\":\"hs256\",\"kid\":\"hs1\"}",
-          "{\"sub\":\"u\",\"exp\":2000000000}" },
+          "{\"sub\":\"u\",\"exp\":2000000000}", 0 },
         { "alg-confusion-kid-rsa", 0x00, 0x00, "{\"alg\":\"HS256\",\"kid\":\"rsa1\"}",
-          "{\"sub\":\"u\",\"exp\":2000000000}" },
+          "{\"sub\":\"u\",\"exp\":2000000000}", 0 },
         { "typ-at-jwt", 0x00, 0x00, "{\"alg\":\"HS256\",\"kid\":\"hs1\",\"typ\":\"at+jwt\"}",
-          "{\"sub\":\"u\",\"exp\":2000000000}" },
+          "{\"sub\":\"u\",\"exp\":2000000000}", 0 },
         { "crit", 0x00, 0x00, "{\"alg\":\"HS256\",\"kid\":\"hs1\",\"crit\":[\"x\"]}",
-          "{\"sub\":\"u\",\"exp\":2000000000}" },
+          "{\"sub\":\"u\",\"exp\":2000000000}", 0 },
         { "alg-not-allowed", 0x02, 0x00, "{\"alg\":\"HS256\",\"kid\":\"hs1\"}",
-          "{\"sub\":\"u\",\"exp\":2000000000}" },
+          "{\"sub\":\"u\",\"exp\":2000000000}", 0 },
     };
     static const struct {
         const char *name;
@@ -571,7 +627,8 @@ static void mint_seeds(const char *dir)
         char *tok = apr_pstrcat(aura_fuzz_root, input, ".",
                                 hs256(aura_fuzz_root, secret, input), NULL);
 
-        write_seed(dir, seeds[i].name, seeds[i].b0, seeds[i].b1, tok,
+        write_seed(dir, seeds[i].name, seeds[i].b0, seeds[i].b1,
+                   seeds[i].b2, tok,
                    strlen(tok));
     }
     for (i = 0; i < sizeof(signed_seeds) / sizeof(signed_seeds[0]); i++) {
@@ -583,11 +640,11 @@ static void mint_seeds(const char *dir)
         body[hl] = '\0';
         memcpy(body + hl + 1, signed_seeds[i].payload, pl);
         write_seed(dir, signed_seeds[i].name, signed_seeds[i].b0,
-                   signed_seeds[i].b1, body, hl + pl + 1);
+                   signed_seeds[i].b1, 0, body, hl + pl + 1);
     }
     /* Not tokens: malformed shapes and algorithm lists. */
-    write_seed(dir, "malformed-padding", 0, 0, "eyJhbGciOiJIUzI1NiJ9.e30=.", 26);
-    write_seed(dir, "malformed-four-parts", 0, 0, "a.b.c.d", 7);
-    write_seed(dir, "algs-list", 0, 0, "RS256 ES256\tHS256", 17);
-    write_seed(dir, "algs-none", 0, 0, "RS256 none", 10);
+    write_seed(dir, "malformed-padding", 0, 0, 0, "eyJhbGciOiJIUzI1NiJ9.e30=.", 26);
+    write_seed(dir, "malformed-four-parts", 0, 0, 0, "a.b.c.d", 7);
+    write_seed(dir, "algs-list", 0, 0, 0, "RS256 ES256\tHS256", 17);
+    write_seed(dir, "algs-none", 0, 0, 0, "RS256 none", 10);
 }
