@@ -57,15 +57,25 @@ static aura_fallback_slot_t *find(aura_fallback_slot_t *set,
     return NULL;
 }
 
+/* No requests admitted locally and not yet handed over: the record
+ * holds only Redis's last count, a hint that is cheap to lose (the
+ * actor then gets a whole share in the window Redis dies in, as before
+ * 0.5.0). */
+static int weak(aura_fallback_slot_t *r)
+{
+    return (apr_atomic_read64(&r->local) & WIN_MASK) == 0;
+}
+
 /* A record for a key not in the set: the first never-used one, else the
- * one lapsed longest.  NULL when none has lapsed (*full) or another
+ * one lapsed longest, else the weak one kept longest ago.  NULL when
+ * every record holds local admissions still live (*full) or another
  * request took the one we chose. */
 static aura_fallback_slot_t *claim(aura_fallback_slot_t *set,
                                    apr_uint64_t key, apr_uint64_t now,
                                    int *full)
 {
-    aura_fallback_slot_t *victim = NULL;
-    apr_uint64_t victim_until = 0, old;
+    aura_fallback_slot_t *victim = NULL, *soft = NULL;
+    apr_uint64_t victim_until = 0, soft_until = 0, old;
     int i;
 
     *full = 0;
@@ -81,6 +91,14 @@ static aura_fallback_slot_t *claim(aura_fallback_slot_t *set,
             victim = &set[i];
             victim_until = until;
         }
+        else if (until > now && weak(&set[i])
+                 && (!soft || until < soft_until)) {
+            soft = &set[i];
+            soft_until = until;
+        }
+    }
+    if (!victim) {
+        victim = soft;
     }
     if (!victim) {
         *full = 1;
@@ -90,11 +108,13 @@ static aura_fallback_slot_t *claim(aura_fallback_slot_t *set,
     if (old == key) {
         return victim;
     }
-    if ((!old || apr_atomic_read64(&victim->until) <= now)
+    if ((!old || apr_atomic_read64(&victim->until) <= now || weak(victim))
         && apr_atomic_cas64(&victim->key, key, old) == old) {
-        /* The words are the lapsed key's (possibly of another window
+        /* The words are the previous key's (possibly of another window
          * length, whose numbers mean something else): a new key starts
-         * with none. */
+         * with none.  A request of the previous key racing with this
+         * may have counted one local admission here: it is lost with
+         * the record, the one imprecision of a take-over. */
         apr_atomic_set64(&victim->seen, 0);
         apr_atomic_set64(&victim->local, 0);
         return victim;

@@ -23,9 +23,13 @@
  * that is compared); an older one reads as 0.
  *
  * The table is set-associative like aura_limiter.h (a key's keyed hash
- * picks a set of AURA_LIMITER_WAYS records); a record is taken over only
- * once its state has lapsed (two windows after its last update), and
- * when a set has no such record the caller admits without state.
+ * picks a set of AURA_LIMITER_WAYS records).  Every actor decided by
+ * Redis has a record, so the table is also a cache: a record is taken
+ * over once its state has lapsed (two windows after its last update),
+ * else, the oldest first, one that holds only Redis's count (no local
+ * admissions: a hint, cheap to lose).  A record with local admissions
+ * still live is never taken over; when a set has only such records the
+ * caller admits without state.
  *
  * Lock-free: each word changes by compare-and-swap.  The "seen" and
  * "local" words are read separately, so a decision racing with a Redis
@@ -72,8 +76,8 @@ apr_int64_t aura_fallback_budget(apr_int64_t limit, apr_int64_t instances,
  * @param key the keyed hash (0 is remapped: it marks free records)
  * @param now monotonic clock, ns
  * @param keep_ns how long its state matters (two windows)
- * @return the record; NULL when every record of the set holds live
- *         state (the caller admits without state)
+ * @return the record; NULL when every record of the set holds local
+ *         admissions still live (the caller admits without state)
  */
 aura_fallback_slot_t *aura_fallback_slot(aura_fallback_slot_t *slots,
                                          apr_uint64_t sets, apr_uint64_t key,

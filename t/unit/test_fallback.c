@@ -175,34 +175,55 @@ static void test_claim_settle(void **state)
 static void test_table(void **state)
 {
     aura_fallback_slot_t slots[2 * AURA_LIMITER_WAYS], *a, *s;
+    aura_fallback_result_t res;
     aura_limiter_census_t c;
     apr_uint64_t k;
 
     (void)state;
     memset(slots, 0, sizeof(slots));
-    /* Keys 2, 4, ... all pick set 0 of 2. */
+    /* Keys 2, 4, ... all pick set 0 of 2; each admits one locally. */
     a = aura_fallback_slot(slots, 2, 2, 10 * S, 4 * S);
     assert_non_null(a);
     aura_fallback_seen(a, W, 5);
+    aura_fallback_take(a, 600, 2, W, &res);
     assert_true(aura_fallback_slot(slots, 2, 2, 11 * S, 4 * S) == a);
     for (k = 4; k < 2 + 2 * AURA_LIMITER_WAYS; k += 2) {
-        assert_non_null(aura_fallback_slot(slots, 2, k, 11 * S, 4 * S));
+        s = aura_fallback_slot(slots, 2, k, 11 * S, 4 * S);
+        assert_non_null(s);
+        aura_fallback_take(s, 600, 2, W, &res);
     }
-    /* The set is full of live records: no record for a newcomer. */
+    /* The set is full of local admissions still live: no record for a
+     * newcomer, and none of them lost. */
     assert_null(aura_fallback_slot(slots, 2, 100, 12 * S, 4 * S));
-    /* Every record was kept until 15 s: at 16 s one is taken over, and
-     * the newcomer starts with none of its state. */
-    s = aura_fallback_slot(slots, 2, 100, 16 * S, 4 * S);
+    assert_true(aura_fallback_slot(slots, 2, 2, 12 * S, 4 * S) == a);
+    assert_int_equal(aura_fallback_seen_count(a, W), 5);
+
+    /* Key 6 handed its admissions over: only Redis's count is left, a
+     * hint, and the newcomer may take its record before any lapses. */
+    s = aura_fallback_slot(slots, 2, 6, 12 * S, 4 * S);
+    assert_int_equal(aura_fallback_claim(s, W, &k), 1);
+    aura_fallback_settle(s, W, 1, 1);
+    aura_fallback_seen(s, W, 9);
+    assert_true(aura_fallback_slot(slots, 2, 100, 13 * S, 4 * S) == s);
+    assert_int_equal(aura_fallback_seen_count(s, W), 0);
+    /* Key 6 again: the only weak record is the newcomer's (hints
+     * displace hints; local admissions stay). */
+    assert_true(aura_fallback_slot(slots, 2, 6, 13 * S, 4 * S) == s);
+    assert_true(aura_fallback_slot(slots, 2, 2, 13 * S, 4 * S) == a);
+
+    /* Every record kept until 16 or 17 s: at 18 s any may go, and the
+     * newcomer starts with none of its state. */
+    s = aura_fallback_slot(slots, 2, 102, 18 * S, 4 * S);
     assert_non_null(s);
     assert_int_equal(aura_fallback_seen_count(s, W), 0);
-    assert_int_equal(aura_fallback_validate(slots, 2, 16 * S, &c),
+    assert_int_equal(aura_fallback_validate(slots, 2, 18 * S, &c),
                      APR_SUCCESS);
     assert_int_equal(c.used, AURA_LIMITER_WAYS);
     assert_int_equal(c.limited, 1);
     assert_int_equal(c.misplaced, 0);
     /* A key in the wrong set is found. */
     slots[AURA_LIMITER_WAYS].key = 6;
-    assert_int_equal(aura_fallback_validate(slots, 2, 16 * S, &c),
+    assert_int_equal(aura_fallback_validate(slots, 2, 18 * S, &c),
                      APR_EGENERAL);
     assert_int_equal(aura_fallback_validate(slots, 3, 0, &c), APR_EINVAL);
 }
