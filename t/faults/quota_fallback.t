@@ -4,11 +4,15 @@
 # share.  Two gateway instances (AuraInstances 2) share one actor quota
 # of 60 per 2 s through Redis; four clients (two per instance) send far
 # more than that.  Redis is stopped in the middle of window 2 and
-# started again in the middle of window 4.  Each window's admitted
+# started again in the middle of window 4, then stopped and started
+# again (empty: the test's Redis keeps nothing) within window 7.  Each
+# window's admitted
 # requests, counted where they ran (the example service counts
 # executions per request id), stay within the limit plus the tolerance
 # docs/rate-limits.md states, the window of the failure and the window
-# of the return included (before 0.5.0: about 90 and 120 here).
+# of the return included (before 0.5.0: 117 and 98 here; without the
+# reservation the window of the return ran 90, without raising an empty
+# Redis to the last count the window of the second outage ran 76).
 #
 # Windows are Redis's: ms since the epoch / 2000, on this machine's
 # clock (Redis runs here too).  The clients send nothing in the 50 ms
@@ -33,14 +37,17 @@ use Aura::Test qw(private_httpd wait_until t_dir redis_stop redis_start
 
 my $LIMIT = 60;
 my $W_MS = 2000;
-my $WINDOWS = 7;        # 0..6: stop in 2, start in 4
+my $WINDOWS = 9;        # 0..8: stop in 2, start in 4, both in 7
 my $TOL = 6;            # docs/rate-limits.md: limit / 10 here
 my $EDGE_MS = 50;
 
-plan tests => 2 * $WINDOWS + 11;
+plan tests => 2 * $WINDOWS + 12;
 
 my $KEY = 'ak_test_mongo_0123456789abcdef';
 my @servers;
+# Retry intervals of 200 and 900 ms: the second instance comes back
+# later than the first, with its share admitted locally that the first
+# one's Redis does not know of (the reservation covers it).
 for my $n (1, 2) {
     my $dir = tempdir(CLEANUP => 1);
     my ($port, $httpd) = private_httpd(dir => $dir, children => 2,
@@ -50,7 +57,7 @@ AuraNATSServers $ENV{AURA_TEST_NATS_URL}
 AuraDBParams "$ENV{AURA_TEST_PG_CONNINFO}"
 AuraRedisServer 127.0.0.1:$ENV{AURA_TEST_REDIS_PORT}
 AuraRedisTimeout 250ms
-AuraRedisRetryInterval 300ms
+AuraRedisRetryInterval @{[ $n == 1 ? '200ms' : '900ms' ]}
 AuraInstances 2
 <VirtualHost 127.0.0.1:__PORT__>
     AuraPlane data
@@ -137,13 +144,24 @@ sleep((($w0 + 4) * $W_MS + 1000 - now_ms()) / 1000);
 my $t_start = now_ms();
 redis_start();
 $redis_up = 1;
+# Within one window: the instances count on from Redis's count, and the
+# hand-over raises the restarted, empty Redis to it again.
+sleep((($w0 + 7) * $W_MS + 400 - now_ms()) / 1000);
+my $t_stop2 = now_ms();
+$redis_up = 0;
+redis_stop();
+sleep((($w0 + 7) * $W_MS + 900 - now_ms()) / 1000);
+my $t_start2 = now_ms();
+redis_start();
+$redis_up = 1;
 for my $k (@kids) {
     waitpid($k->{pid}, 0);
     die "client $k->{c} of $k->{s}{port} failed" if $?;
 }
 diag(sprintf('Redis stopped %d ms into window 2, started %d ms into '
-             . 'window 4', $t_stop - ($w0 + 2) * $W_MS,
-             $t_start - ($w0 + 4) * $W_MS));
+             . 'window 4, stopped %d and started %d ms into window 7',
+             $t_stop - ($w0 + 2) * $W_MS, $t_start - ($w0 + 4) * $W_MS,
+             $t_stop2 - ($w0 + 7) * $W_MS, $t_start2 - ($w0 + 7) * $W_MS));
 
 # The clients' view: 200s per window sent (and answered), other codes.
 my (@ok, %codes, $late, $twice);
@@ -180,7 +198,7 @@ for my $w (0 .. $WINDOWS - 1) {
 diag("window $_: ran $ran[$_], answered 200 " . ($ok[$_] // 0))
     for 0 .. $WINDOWS - 1;
 my %name = (2 => ' (Redis stops)', 3 => ' (Redis down)',
-            4 => ' (Redis returns)');
+            4 => ' (Redis returns)', 7 => ' (Redis stops, returns empty)');
 $name{$_} //= '' for 0 .. $WINDOWS - 1;
 for my $w (0 .. $WINDOWS - 1) {
     cmp_ok($ran[$w], '<=', $LIMIT + $TOL,
@@ -201,17 +219,18 @@ cmp_ok($ran[3], '>=', $LIMIT - 2, 'Redis down: the instances admit their '
        . 'shares (' . $ran[3] . ')');
 cmp_ok($ran[5], '>=', $LIMIT / 2, 'Redis back: admitting again');
 cmp_ok($ran[6], '>=', $LIMIT / 2, 'and in the next window');
+cmp_ok($ran[8], '>=', $LIMIT / 2, 'and after the second outage');
 
-# Each instance switched once each way and handed its local admissions
-# over to Redis on return.
+# Each instance switched once each way per outage and handed its local
+# admissions over to Redis on return.
 for my $s (@servers) {
     open(my $fh, '<', "$s->{dir}/error.log") or die "error.log: $!";
     my $log = do { local $/; <$fh> };
     close $fh;
     my $down = () = $log =~ /AURA00082/g;
     my $back = () = $log =~ /AURA00083/g;
-    ok($down == 1 && $back == 1,
-       "instance $s->{port}: down once ($down), back once ($back)");
+    ok($down == 2 && $back == 2,
+       "instance $s->{port}: down twice ($down), back twice ($back)");
     like($log, qr/AURA01100: actor d:proj-mongo:key:\w+: \d+ requests admitted locally/,
          "instance $s->{port}: its local admissions handed over");
 }
