@@ -157,6 +157,16 @@ void aura_fallback_seen(aura_fallback_slot_t *s, apr_uint64_t window,
 {
     apr_uint64_t old, w = window & WIN_MASK, c = clamp(count);
 
+    /* Local admissions of a window before the previous one can no
+     * longer be handed over (the script keeps two windows) nor decide
+     * anything: dropped, so that the record is a mere hint again, which
+     * a newcomer may take over (claim()). */
+    old = apr_atomic_read64(&s->local);
+    if ((old & WIN_MASK) && !(old & CLAIM_BIT)
+        && win_of(old) != w && win_of(old) != ((window - 1) & WIN_MASK)
+        && !later(win_of(old), w)) {
+        apr_atomic_cas64(&s->local, 0, old);
+    }
     for (;;) {
         old = apr_atomic_read64(&s->seen);
         if (old && win_of(old) == w ? (old & WIN_MASK) >= c

@@ -88,7 +88,8 @@ aura_fallback_slot_t *aura_fallback_slot(aura_fallback_slot_t *slots,
  * Remember Redis's count for a window: a later window replaces an
  * earlier one, a higher count a lower one (answers may arrive out of
  * order across threads); a window older than the recorded one is
- * ignored.
+ * ignored.  Local admissions of a window before the previous one are
+ * dropped: they can no longer be handed over.
  */
 void aura_fallback_seen(aura_fallback_slot_t *s, apr_uint64_t window,
                         apr_int64_t count);

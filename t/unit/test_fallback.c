@@ -152,6 +152,18 @@ static void test_claim_settle(void **state)
     aura_fallback_take(&s, 600, 2, W, &res);
     assert_true(res.admitted && res.used == 1 && res.budget == 175);
 
+    /* Redis's answer for a window two after the local admissions: they
+     * can no longer be handed over, and are dropped; those of the
+     * previous window are kept. */
+    memset(&s, 0, sizeof(s));
+    assert_int_equal(admit_all(&s, 600, 2, W, 3), 3);
+    aura_fallback_seen(&s, W + 1, 10);
+    assert_int_equal(aura_fallback_claim(&s, W + 1, &cw), 3);
+    aura_fallback_settle(&s, W, 3, 0);
+    aura_fallback_seen(&s, W + 2, 10);
+    assert_int_equal(aura_fallback_claim(&s, W + 1, &cw), 0);
+    assert_true(s.local == 0);
+
     /* The previous window's unreported requests are claimed as such. */
     memset(&s, 0, sizeof(s));
     assert_int_equal(admit_all(&s, 600, 2, W, 3), 3);
