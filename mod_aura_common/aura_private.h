@@ -312,6 +312,7 @@ typedef struct {
 } aura_quota_handover_t;
 void aura_redis_child_init(apr_pool_t *pchild, server_rec *s);
 int aura_redis_configured(void);
+apr_interval_time_t aura_redis_call_max(void);
 /* One check-and-count of key against limit per window_ms, for up to
  * want requests at once, after the hand-over h (NULL: none).
  * APR_SUCCESS with *out filled, or an error

@@ -241,11 +241,14 @@ static apr_status_t decide_redis(request_rec *r, const char *id,
                                  aura_quota_result_t *out)
 {
     volatile apr_uint64_t *word = aura_shm_breaker(AURA_BREAKER_REDIS);
+    volatile apr_uint64_t *holders =
+        aura_shm_breaker_holders(AURA_BREAKER_REDIS);
     apr_int64_t want = lease_size(q);
     aura_quota_handover_t h;
     aura_fallback_slot_t *rec;
     apr_uint64_t key = 0;
-    aura_breaker_ticket_e t;
+    aura_breaker_grant_t g;
+    aura_breaker_who_t who;
     apr_status_t rv;
     int full;
 
@@ -259,8 +262,20 @@ static apr_status_t decide_redis(request_rec *r, const char *id,
             return APR_SUCCESS;
         }
     }
-    t = aura_breaker_acquire(word, &redis_breaker, now_ms(), NULL, NULL);
-    if (t == AURA_BRK_DENY) {
+    /* The probe is recorded with this process: one lost with a child
+     * killed mid-call is taken over by the next call (issue #16), not
+     * left half-open for good. */
+    aura_breaker_who(&who, aura_redis_call_max());
+    aura_breaker_acquire_held(word, holders, &redis_breaker, now_ms(), &who,
+                              &g);
+    if (g.took_over) {
+        aura_count(AURA_CTR_BREAKER_PROBE_RECOVERED);
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, AURA_LOGNO(01206)
+                      "Redis breaker: the probe held by process %u was "
+                      "lost (the process is gone, or the probe outlived "
+                      "its call); this call is the probe now", g.lost_pid);
+    }
+    if (g.ticket == AURA_BRK_DENY) {
         return APR_EAGAIN;
     }
     memset(&h, 0, sizeof(h));
@@ -298,14 +313,15 @@ static apr_status_t decide_redis(request_rec *r, const char *id,
         if (key) {
             lease_keep(key, out);
         }
-        aura_breaker_success(word, &redis_breaker, t, now_ms());
+        aura_breaker_verdict_held(word, holders, &redis_breaker, &g, 1,
+                                  now_ms());
         redis_state_change(r, 0, rv);
         aura_count(AURA_CTR_ACTOR_REDIS);
         return APR_SUCCESS;
     }
     aura_count(AURA_CTR_REDIS_ERRORS);
-    if (aura_breaker_failure(word, &redis_breaker, t, now_ms())
-        == AURA_BRK_TO_OPEN) {
+    if (aura_breaker_verdict_held(word, holders, &redis_breaker, &g, 0,
+                                  now_ms()) == AURA_BRK_TO_OPEN) {
         redis_state_change(r, 1, rv);
     }
     return rv;

@@ -261,6 +261,13 @@ void aura_redis_child_init(apr_pool_t *pchild, server_rec *s)
     apr_reslist_timeout_set(redis_pool, redis_timeout);
 }
 
+/* The longest a quota call can take: a pooled connection waited for,
+ * then the call, each within AuraRedisTimeout. */
+apr_interval_time_t aura_redis_call_max(void)
+{
+    return 2 * redis_timeout;
+}
+
 int aura_redis_configured(void)
 {
     return redis_pool != NULL;
