@@ -87,6 +87,8 @@ void *aura_create_server_conf(apr_pool_t *p, server_rec *s)
     c->target_entries = AURA_UNSET;
     c->metrics_token = NULL;
     c->jwt_aud_any = AURA_UNSET;
+    c->max_conns = AURA_UNSET;
+    c->conn_exempt = NULL;
     return c;
 }
 
@@ -157,6 +159,9 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     c->target_entries = merge_int(base->target_entries, add->target_entries);
     c->metrics_token = merge_ptr(base->metrics_token, add->metrics_token);
     c->jwt_aud_any = merge_int(base->jwt_aud_any, add->jwt_aud_any);
+    c->max_conns = merge_int(base->max_conns, add->max_conns);
+    c->conn_exempt = (apr_array_header_t *)merge_ptr(base->conn_exempt,
+                                                     add->conn_exempt);
     return c;
 }
 
@@ -1144,6 +1149,14 @@ const command_rec aura_cmds[] = {
                   RSRC_CONF,
                   "Leading bits of an IPv6 client address that make one "
                   "rate-limit key"),
+    AP_INIT_TAKE1("AuraMaxConnectionsPerAddress", aura_set_max_conns, NULL,
+                  RSRC_CONF,
+                  "Connections one client address may hold open to this "
+                  "listener at once: n, auto or off"),
+    AP_INIT_ITERATE("AuraConnectionLimitExempt", aura_set_conn_exempt, NULL,
+                    RSRC_CONF,
+                    "Addresses or networks (e.g. 10.0.0.0/8) that "
+                    "AuraMaxConnectionsPerAddress does not limit"),
     AP_INIT_TAKE12("AuraActorQuota", aura_set_actor_quota, NULL,
                    RSRC_CONF | ACCESS_CONF,
                    "Requests an authenticated actor may make per window "

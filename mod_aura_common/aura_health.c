@@ -61,6 +61,9 @@ static json_t *describe(request_rec *r, int connected)
         shm = json_object();
         aura_breaker_describe(shm);
         json_object_set_new(o, "breakers", shm);
+        shm = json_object();
+        aura_connlimit_describe(shm);
+        json_object_set_new(o, "connections", shm);
     }
     return o;
 }

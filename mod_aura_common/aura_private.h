@@ -10,6 +10,7 @@
 #include "aura.h"
 #include "aura_gcra.h"
 #include "aura_limiter.h"
+#include "aura_conntable.h"
 
 #include "http_log.h"
 #include "apr_shm.h"
@@ -181,7 +182,23 @@ typedef struct {
     const char *metrics_token;             /* AuraMetricsTokenFile's */
     int jwt_aud_any;                       /* AuraJWTAudienceMatch any: 1,
                                               all: 0, AURA_UNSET */
+    /* Connections per address (aura_connlimit.c), read from the
+     * listener's VirtualHost (c->base_server). */
+    int max_conns;                         /* AuraMaxConnectionsPerAddress:
+                                              n, 0 = off, AURA_CONN_AUTO,
+                                              AURA_UNSET */
+    apr_array_header_t *conn_exempt;       /* AuraConnectionLimitExempt
+                                              (apr_ipsubnet_t *); NULL
+                                              unset */
 } aura_server_conf_t;
+
+/* AuraMaxConnectionsPerAddress auto: a third of MaxRequestWorkers (at
+ * least 2), so that one address can hold at most a third of the workers
+ * through one listener, and a third stays free even when it holds both
+ * planes' listeners.  The default on a plane's VirtualHost; off on
+ * others (loading mod_aura_common changes nothing for them). */
+#define AURA_CONN_AUTO     (-2)
+#define AURA_CONN_MAX      1000000
 
 /* One AuraBreaker line; 0 = not set by this line. */
 typedef struct {
@@ -374,6 +391,9 @@ typedef enum {
     AURA_CTR_BREAKER_CLOSED,   /* a probe's success closed a breaker */
     AURA_CTR_ACTOR_LEASE,      /* stage 2 decided from a child's lease */
     AURA_CTR_STREAM_ACK_REFUSED, /* streams aborted: ack subject refused */
+    AURA_CTR_CONN_REFUSED,     /* connections closed: address at its cap */
+    AURA_CTR_CONN_TABLE_FULL,  /* connections admitted uncounted */
+    AURA_CTR_CONN_RECLAIMED,   /* counted out for a child that died */
     AURA_CTR_COUNT
 } aura_counter_e;
 void aura_count(aura_counter_e c);
@@ -407,6 +427,7 @@ typedef enum {
     AURA_FLAG_ACTIVE,          /* requests waiting on an upstream now */
     AURA_FLAG_RETRYING,        /* of which retries */
     AURA_FLAG_TARGETS_LOGGED,  /* second of the last "targets full" line */
+    AURA_FLAG_CONNS_LOGGED,    /* second of the last "connections full" */
     AURA_FLAG_COUNT
 } aura_flag_e;
 volatile apr_uint64_t *aura_shm_flag(aura_flag_e f);
@@ -420,6 +441,11 @@ typedef struct {
     char name[104];              /* the target, for /health (truncated) */
 } aura_target_slot_t;
 aura_target_slot_t *aura_shm_targets(apr_uint64_t *n);
+/* The connection table (its sets), and journal i of n with its number
+ * of records; NULL when there is no segment (or no such journal). */
+aura_conn_slot_t *aura_shm_conns(apr_uint64_t *sets);
+aura_conn_journal_t *aura_shm_journal(apr_uint64_t i, apr_uint32_t *records,
+                                      apr_uint64_t *n);
 /* Walk the target table (n slots): NULL, or what is wrong. */
 const char *aura_breaker_validate_targets(aura_target_slot_t *t,
                                           apr_uint64_t n, apr_pool_t *p);
@@ -637,6 +663,20 @@ int aura_redact_log_transaction(request_rec *r);
 int aura_metrics_handler(request_rec *r);
 const char *aura_set_metrics_token(cmd_parms *cmd, void *dummy,
                                    const char *path);
+
+/* aura_connlimit.c: AuraMaxConnectionsPerAddress. */
+void aura_connlimit_register(void);
+apr_status_t aura_connlimit_post_config(apr_pool_t *pconf, server_rec *s);
+void aura_connlimit_child_init(apr_pool_t *pchild, server_rec *s);
+void aura_connlimit_describe(struct json_t *obj);
+const char *aura_set_max_conns(cmd_parms *cmd, void *dummy, const char *arg);
+const char *aura_set_conn_exempt(cmd_parms *cmd, void *dummy,
+                                 const char *arg);
+/* The client address as key bytes: family, then the address (IPv4, an
+ * IPv4-mapped IPv6 address as IPv4, IPv6 cut to v6_prefix bits); out
+ * holds 17 bytes.  Returns the length. */
+apr_size_t aura_address_bytes(const apr_sockaddr_t *sa, int v6_prefix,
+                              unsigned char *out);
 
 /* aura_health.c */
 int aura_health_handler(request_rec *r);
