@@ -21,7 +21,7 @@ use Apache::TestUtil qw(t_cmp);
 our @EXPORT_OK = qw(private_httpd free_port free_ports default_key ANON_KEY mint console_token default_console exec_count new_reqid wait_until problem_ok natsreq
                     nats_stop nats_start t_dir json_body error_log_since
                     error_log_size psql pg_stop pg_start
-                    redis_cli redis_stop redis_start);
+                    redis_cli redis_stop redis_start pid_alive);
 
 sub t_dir { Apache::Test::vars('t_dir') }
 
@@ -105,8 +105,8 @@ sub free_ports {
 # A second, private httpd with the freshly built modules, for what the
 # main test server cannot show (a second gateway instance, start and
 # stop).  Writes $dir/httpd.conf: the common head (event MPM, modules,
-# one Listen port, $children child processes) then $body, where __PORT__
-# stands for the port.  Returns ($port, $httpd_command_prefix); the
+# one Listen port, $children child processes of $threads threads each,
+# 4 unless given) then $body, where __PORT__ stands for the port.  Returns ($port, $httpd_command_prefix); the
 # caller starts it with "$cmd -k start" and stops it with "-k stop".
 sub private_httpd {
     my (%o) = @_;
@@ -115,6 +115,7 @@ sub private_httpd {
     my $top = t_dir() . '/..';
     my $mods = '/usr/lib/apache2/modules';
     my $n = $o{children} || 2;
+    my $t = $o{threads} || 4;
     (my $body = $o{body} || '') =~ s/__PORT__/$port/g;
     open(my $fh, '>', "$dir/httpd.conf") or die "$dir/httpd.conf: $!";
     print $fh <<"CONF";
@@ -133,10 +134,10 @@ LoadModule proxy_http_module $mods/mod_proxy_http.so
 LoadModule aura_proxy_module $top/mod_aura_proxy/mod_aura_proxy.so
 StartServers $n
 ServerLimit $n
-ThreadsPerChild 4
-MaxRequestWorkers @{[ 4 * $n ]}
+ThreadsPerChild $t
+MaxRequestWorkers @{[ $t * $n ]}
 MinSpareThreads 1
-MaxSpareThreads @{[ 4 * $n ]}
+MaxSpareThreads @{[ $t * $n ]}
 $body
 CONF
     close $fh;
