@@ -44,8 +44,10 @@ my $PARTIAL = "GET /health HTTP/1.1\r\nHost: localhost\r\n";
 sub server {
     my ($dir, $timeouts) = @_;
     my $mport = free_port();
+    # conn_cap '': the cap is left at its default (auto).
     my ($port, $httpd) = private_httpd(dir => $dir, children => 2,
-                                       threads => 10, body => <<"CONF");
+                                       threads => 10, conn_cap => '',
+                                       body => <<"CONF");
 LoadModule aura_mgmt_module $top/mod_aura_mgmt/mod_aura_mgmt.so
 <IfModule !reqtimeout_module>
     LoadModule reqtimeout_module $mods/mod_reqtimeout.so
