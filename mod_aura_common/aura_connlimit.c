@@ -431,7 +431,12 @@ const char *aura_set_max_conns(cmd_parms *cmd, void *dummy, const char *arg)
         c->max_conns = AURA_CONN_AUTO;
         return NULL;
     }
-    return aura_parse_int(cmd, arg, 1, AURA_CONN_MAX, &c->max_conns);
+    if (aura_parse_int(cmd, arg, 1, AURA_CONN_MAX, &c->max_conns)) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not auto, off or a "
+                            "number between 1 and %d", cmd->cmd->name, arg,
+                            AURA_CONN_MAX);
+    }
+    return NULL;
 }
 
 const char *aura_set_conn_exempt(cmd_parms *cmd, void *dummy,

@@ -10,7 +10,8 @@
 #   within 1 s throughout; the attacking address still reaches the
 #   management plane's listener (counted apart) but not the data plane's;
 #   one log line for 195 refusals; once the attack's connections close,
-#   the address is served again and the count is back to zero;
+#   the address is served again and the count is back to zero; an
+#   address in AuraConnectionLimitExempt is never capped;
 # - a child SIGKILLed with an address's connections counted: the parent
 #   counts them out (AURA00903) and the address has its whole cap again;
 # - 200 connections from 50 addresses (4 each, under the cap), re-opened
@@ -33,7 +34,7 @@ use Apache::Test qw(-withtestmore);
 use Time::HiRes qw(time sleep);
 use Aura::Test qw(private_httpd free_port wait_until pid_alive);
 
-plan tests => 25;
+plan tests => 26;
 
 $SIG{PIPE} = 'IGNORE';
 my $mods = '/usr/lib/apache2/modules';
@@ -57,6 +58,8 @@ AuraNATSServers $ENV{AURA_TEST_NATS_URL}
 RequestReadTimeout $timeouts
 <VirtualHost 127.0.0.1:__PORT__>
     AuraPlane data
+    # A trusted proxy of the test (127.0.0.4): never capped.
+    AuraConnectionLimitExempt 127.0.0.4 192.0.2.0/24
     <Location "/health">
         SetHandler aura-health
         AuraPublic On
@@ -229,6 +232,11 @@ ok(wait_until(10, sub { my $c = detail($port)->{connections} || {};
 ok(closed($late[0], 2) && !grep({ closed($_, 0.2) } @held),
    '127.0.0.3 has its whole cap again: 6 held, the 7th closed');
 close $_ for @held, @late;
+# An exempt address is never capped: 10 held (of the cap's 6).
+@held = attack($port, '127.0.0.4', 10);
+ok(@held == 10 && !grep({ closed($_, 0.3) } @held),
+   'AuraConnectionLimitExempt: 10 connections from 127.0.0.4 held');
+close $_ for @held;
 system("$httpd -k stop");
 $stopped = 1;
 wait_until(10, sub { !pid_alive($parent) });
