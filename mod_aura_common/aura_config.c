@@ -88,6 +88,7 @@ void *aura_create_server_conf(apr_pool_t *p, server_rec *s)
     c->metrics_token = NULL;
     c->jwt_aud_any = AURA_UNSET;
     c->max_conns = AURA_UNSET;
+    c->max_reading = AURA_UNSET;
     c->conn_exempt = NULL;
     return c;
 }
@@ -160,6 +161,7 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     c->metrics_token = merge_ptr(base->metrics_token, add->metrics_token);
     c->jwt_aud_any = merge_int(base->jwt_aud_any, add->jwt_aud_any);
     c->max_conns = merge_int(base->max_conns, add->max_conns);
+    c->max_reading = merge_int(base->max_reading, add->max_reading);
     c->conn_exempt = (apr_array_header_t *)merge_ptr(base->conn_exempt,
                                                      add->conn_exempt);
     return c;
@@ -1153,6 +1155,10 @@ const command_rec aura_cmds[] = {
                   RSRC_CONF,
                   "Connections one client address may hold open to this "
                   "listener at once: n, auto or off"),
+    AP_INIT_TAKE1("AuraMaxReadingConnections", aura_set_max_reading, NULL,
+                  RSRC_CONF,
+                  "Connections of this listener that may be sending their "
+                  "first request at once: n, auto or off"),
     AP_INIT_ITERATE("AuraConnectionLimitExempt", aura_set_conn_exempt, NULL,
                     RSRC_CONF,
                     "Addresses or networks (e.g. 10.0.0.0/8) that "

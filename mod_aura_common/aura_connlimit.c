@@ -37,6 +37,7 @@
 #include "aura_siphash.h"
 
 #include "http_connection.h"
+#include "http_protocol.h"
 #include "ap_mpm.h"
 #include "mpm_common.h"
 #include "apr_atomic.h"
@@ -51,17 +52,22 @@
 /* A refused address is logged at most once per this many seconds. */
 #define LOG_INTERVAL 60
 
-/* Written in post_config (the auto cap) and child_init (the rest). */
+/* Written in post_config (the auto caps) and child_init (the rest). */
 static int auto_cap = 2;
+static int auto_reading = 1;
 static aura_conn_journal_t *journal;
 static apr_uint32_t *free_stack;
 static apr_uint32_t free_top;
 static apr_thread_mutex_t *journal_lock;
 
-/* What a counted connection holds, for its cleanup. */
+/* One count a connection holds (its address's, or its listener's
+ * while it reads its first request), for release(). */
 typedef struct {
     apr_uint64_t slot;
     apr_int64_t record;             /* its journal record, -1: none */
+    volatile apr_uint32_t done;     /* released already (an HTTP/2
+                                       stream may release its master's
+                                       count from another thread) */
 } held_t;
 
 apr_status_t aura_connlimit_post_config(apr_pool_t *pconf, server_rec *s)
@@ -80,7 +86,19 @@ apr_status_t aura_connlimit_post_config(apr_pool_t *pconf, server_rec *s)
     }
     workers = daemons * threads;
     auto_cap = workers / 3 > 2 ? workers / 3 : 2;
+    auto_reading = 2 * workers / 3 > 1 ? 2 * workers / 3 : 1;
     return APR_SUCCESS;
+}
+
+/* The reading cap of the listener: 0 when off. */
+static int reading_cap_of(const aura_server_conf_t *c)
+{
+    int n = c->max_reading;
+
+    if (n == AURA_UNSET) {
+        n = c->plane == AURA_PLANE_DATA ? AURA_CONN_AUTO : 0;
+    }
+    return n == AURA_CONN_AUTO ? auto_reading : n;
 }
 
 /* The cap of the listener whose VirtualHost is s: 0 when off. */
@@ -123,12 +141,14 @@ static apr_uint64_t key_of(const conn_rec *c, const aura_server_conf_t *sc)
     return aura_siphash24(aura_shm_hash_key(), buf, n);
 }
 
-static apr_status_t conn_leave(void *data)
+static void release(held_t *h)
 {
-    held_t *h = data;
     apr_uint64_t sets;
     aura_conn_slot_t *slots = aura_shm_conns(&sets);
 
+    if (apr_atomic_cas32(&h->done, 1, 0) != 0) {
+        return;
+    }
     /* The record first: a child killed between the two leaves one
      * connection counted (the address loses one of its cap until the
      * slot empties), never one counted out twice. */
@@ -141,6 +161,24 @@ static apr_status_t conn_leave(void *data)
     if (slots) {
         aura_conn_leave(slots, h->slot);
     }
+}
+
+/* The listener's key (local address and port alone). */
+static apr_uint64_t listener_key(const conn_rec *c)
+{
+    unsigned char buf[2 + 17 + 1];
+    apr_size_t n;
+
+    buf[0] = (unsigned char)(c->local_addr->port >> 8);
+    buf[1] = (unsigned char)(c->local_addr->port & 0xff);
+    n = 2 + aura_address_bytes(c->local_addr, 128, buf + 2);
+    buf[n++] = 'R';                 /* never an address's key */
+    return aura_siphash24(aura_shm_hash_key(), buf, n);
+}
+
+static apr_status_t conn_leave(void *data)
+{
+    release(data);
     return APR_SUCCESS;
 }
 
@@ -162,6 +200,19 @@ static apr_int64_t record(apr_uint64_t slot)
     apr_thread_mutex_unlock(journal_lock);
     AURA_CONN_RECORDS(journal)[r] = (apr_uint32_t)(slot + 1);
     return r;
+}
+
+/* A count the connection now holds, released by c->pool's cleanup
+ * (or earlier, by release()). */
+static held_t *hold(conn_rec *c, apr_uint64_t slot)
+{
+    held_t *h = apr_palloc(c->pool, sizeof(*h));
+
+    h->slot = slot;
+    h->done = 0;
+    h->record = record(slot);
+    apr_pool_cleanup_register(c->pool, h, conn_leave, apr_pool_cleanup_null);
+    return h;
 }
 
 static void log_refused(conn_rec *c, aura_conn_slot_t *s,
@@ -202,13 +253,73 @@ static void log_full(conn_rec *c)
                   "minute)", c->client_ip);
 }
 
+static void log_busy(conn_rec *c, aura_conn_slot_t *s, int cap)
+{
+    apr_uint64_t now = (apr_uint64_t)apr_time_sec(apr_time_now());
+    apr_uint64_t was = apr_atomic_read64(&s->logged);
+
+    if ((was && now - was < LOG_INTERVAL)
+        || apr_atomic_cas64(&s->logged, now, was) != was) {
+        return;
+    }
+    ap_log_cerror(APLOG_MARK, APLOG_WARNING, 0, c, AURA_LOGNO(00906)
+                  "connection from %s to %s:%u closed at once: %d "
+                  "connections of this listener are still sending their "
+                  "first request, AuraMaxReadingConnections %d (logged "
+                  "once a minute per listener)", c->client_ip, c->local_ip,
+                  (unsigned)c->local_addr->port, cap, cap);
+}
+
+/* The listener's count of connections reading their first request:
+ * OK (counted, or no cap), or an error status when it is full. */
+static int enter_reading(conn_rec *c, const aura_server_conf_t *sc,
+                         aura_conn_slot_t *slots, apr_uint64_t sets)
+{
+    int cap = reading_cap_of(sc);
+    apr_uint64_t slot = 0, count = 0;
+
+    if (cap <= 0) {
+        return OK;
+    }
+    switch (aura_conn_enter(slots, sets, listener_key(c), (apr_uint64_t)cap,
+                            &slot, &count)) {
+    case AURA_CONN_ADMITTED:
+        ap_set_module_config(c->conn_config, &aura_common_module,
+                             hold(c, slot));
+        return OK;
+    case AURA_CONN_FULL:
+        aura_count(AURA_CTR_CONN_TABLE_FULL);
+        log_full(c);
+        return OK;
+    default:
+        aura_count(AURA_CTR_CONN_BUSY);
+        log_busy(c, &slots[slot], cap);
+        return HTTP_SERVICE_UNAVAILABLE;
+    }
+}
+
+/* post_read_request: the connection's first request is read; it no
+ * longer counts as reading (HTTP/2: the first stream's request counts
+ * its master connection out). */
+static int conn_request_read(request_rec *r)
+{
+    conn_rec *c = r->connection->master ? r->connection->master
+                                        : r->connection;
+    held_t *h = ap_get_module_config(c->conn_config, &aura_common_module);
+
+    if (h) {
+        ap_set_module_config(c->conn_config, &aura_common_module, NULL);
+        release(h);
+    }
+    return DECLINED;
+}
+
 /* pre_connection: count the connection in, or close it at once. */
 static int conn_enter(conn_rec *c, void *csd)
 {
     const aura_server_conf_t *sc;
     aura_conn_slot_t *slots;
     apr_uint64_t sets, slot = 0, count = 0;
-    held_t *h;
     int cap;
 
     (void)csd;
@@ -220,8 +331,17 @@ static int conn_enter(conn_rec *c, void *csd)
     }
     sc = aura_server_conf(c->base_server);
     cap = cap_of(sc);
-    if (cap <= 0 || !(slots = aura_shm_conns(&sets))
-        || exempt(sc, c->client_addr)) {
+    if (!(slots = aura_shm_conns(&sets)) || exempt(sc, c->client_addr)) {
+        return DECLINED;
+    }
+    /* The listener's reading count first: a connection it refuses is
+     * never counted against its address. */
+    if (enter_reading(c, sc, slots, sets) != OK) {
+        c->aborted = 1;
+        c->keepalive = AP_CONN_CLOSE;
+        return HTTP_SERVICE_UNAVAILABLE;
+    }
+    if (cap <= 0) {
         return DECLINED;
     }
     switch (aura_conn_enter(slots, sets, key_of(c, sc), (apr_uint64_t)cap,
@@ -241,14 +361,12 @@ static int conn_enter(conn_rec *c, void *csd)
         /* Not OK, DECLINED or DONE: the MPM closes the socket without
          * running the connection (the event MPM at once; the others
          * skip processing because of c->aborted). */
+        /* Its reading count goes with c->pool's cleanup. */
         c->aborted = 1;
         c->keepalive = AP_CONN_CLOSE;
         return HTTP_SERVICE_UNAVAILABLE;
     }
-    h = apr_palloc(c->pool, sizeof(*h));
-    h->slot = slot;
-    h->record = record(slot);
-    apr_pool_cleanup_register(c->pool, h, conn_leave, apr_pool_cleanup_null);
+    hold(c, slot);
     return DECLINED;
 }
 
@@ -416,6 +534,7 @@ void aura_connlimit_describe(json_t *obj)
                         json_integer((json_int_t)records));
     json_object_set_new(obj, "reclaimed", json_integer((json_int_t)reclaimed));
     json_object_set_new(obj, "auto_cap", json_integer(auto_cap));
+    json_object_set_new(obj, "auto_reading", json_integer(auto_reading));
 }
 
 const char *aura_set_max_conns(cmd_parms *cmd, void *dummy, const char *arg)
@@ -432,6 +551,28 @@ const char *aura_set_max_conns(cmd_parms *cmd, void *dummy, const char *arg)
         return NULL;
     }
     if (aura_parse_int(cmd, arg, 1, AURA_CONN_MAX, &c->max_conns)) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not auto, off or a "
+                            "number between 1 and %d", cmd->cmd->name, arg,
+                            AURA_CONN_MAX);
+    }
+    return NULL;
+}
+
+const char *aura_set_max_reading(cmd_parms *cmd, void *dummy,
+                                 const char *arg)
+{
+    aura_server_conf_t *c = aura_cmd_server_conf(cmd);
+
+    (void)dummy;
+    if (!strcasecmp(arg, "off")) {
+        c->max_reading = 0;
+        return NULL;
+    }
+    if (!strcasecmp(arg, "auto")) {
+        c->max_reading = AURA_CONN_AUTO;
+        return NULL;
+    }
+    if (aura_parse_int(cmd, arg, 1, AURA_CONN_MAX, &c->max_reading)) {
         return apr_psprintf(cmd->pool, "%s: '%s' is not auto, off or a "
                             "number between 1 and %d", cmd->cmd->name, arg,
                             AURA_CONN_MAX);
@@ -473,4 +614,6 @@ void aura_connlimit_register(void)
      * a hash and a compare-and-swap. */
     ap_hook_pre_connection(conn_enter, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_child_status(conn_child_status, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_post_read_request(conn_request_read, NULL, NULL,
+                              APR_HOOK_REALLY_FIRST);
 }

@@ -223,6 +223,9 @@ static void upstreams(request_rec *r)
     counter(r, "aura_connections_refused_total", "Connections closed at "
             "once: their address had AuraMaxConnectionsPerAddress open.", "",
             aura_shm_counter(AURA_CTR_CONN_REFUSED));
+    counter(r, "aura_connections_busy_total", "Connections closed at once: "
+            "their listener had AuraMaxReadingConnections reading.", "",
+            aura_shm_counter(AURA_CTR_CONN_BUSY));
     counter(r, "aura_connection_table_full_total", "Connections admitted "
             "without a per-address count: no free entry in the table.", "",
             aura_shm_counter(AURA_CTR_CONN_TABLE_FULL));

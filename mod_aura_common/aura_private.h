@@ -187,6 +187,8 @@ typedef struct {
     int max_conns;                         /* AuraMaxConnectionsPerAddress:
                                               n, 0 = off, AURA_CONN_AUTO,
                                               AURA_UNSET */
+    int max_reading;                       /* AuraMaxReadingConnections,
+                                              as max_conns */
     apr_array_header_t *conn_exempt;       /* AuraConnectionLimitExempt
                                               (apr_ipsubnet_t *); NULL
                                               unset */
@@ -394,6 +396,7 @@ typedef enum {
     AURA_CTR_CONN_REFUSED,     /* connections closed: address at its cap */
     AURA_CTR_CONN_TABLE_FULL,  /* connections admitted uncounted */
     AURA_CTR_CONN_RECLAIMED,   /* counted out for a child that died */
+    AURA_CTR_CONN_BUSY,        /* closed: listener's readers at its cap */
     AURA_CTR_COUNT
 } aura_counter_e;
 void aura_count(aura_counter_e c);
@@ -671,6 +674,8 @@ void aura_connlimit_child_init(apr_pool_t *pchild, server_rec *s);
 void aura_connlimit_describe(struct json_t *obj);
 const char *aura_set_max_conns(cmd_parms *cmd, void *dummy, const char *arg);
 const char *aura_set_conn_exempt(cmd_parms *cmd, void *dummy,
+                                 const char *arg);
+const char *aura_set_max_reading(cmd_parms *cmd, void *dummy,
                                  const char *arg);
 /* The client address as key bytes: family, then the address (IPv4, an
  * IPv4-mapped IPv6 address as IPv4, IPv6 cut to v6_prefix bits); out

@@ -78,7 +78,7 @@
  *   |                             |  Address (aura_conntable.h)
  *   +-----------------------------+ journals_offset
  *   | aura_conn_journal_t + u32   |  one journal per child process
- *   |   [records], stride 64-     |  (ServerLimit), records = 4 x
+ *   |   [records], stride 64-     |  (ServerLimit), records = 8 x
  *   |   aligned, x journals       |  ThreadLimit: what a killed child
  *   |                             |  leaves counted is reclaimed
  *   +-----------------------------+ size
@@ -219,7 +219,7 @@ static const char *const counter_names[AURA_CTR_COUNT] = {
     "db_nats", "db_http", "db_unresolved", "targets_full",
     "breaker_half_opened", "breaker_closed", "actor_lease",
     "stream_ack_refused", "conn_refused", "conn_table_full",
-    "conn_reclaimed"
+    "conn_reclaimed", "conn_busy"
 };
 
 /* *off += n, 64-byte aligned, refused beyond AURA_SHM_MAX (so never
@@ -242,7 +242,8 @@ static int by_name(const void *a, const void *b)
 /* The connection table and the journals, from the MPM's hard limits:
  * a child holds at most ThreadLimit connections in a worker, and the
  * event MPM keeps up to AsyncRequestWorkerFactor (2 by default) more
- * per thread waiting without one: 4 records per thread leave room.
+ * per thread waiting without one: 4 connections per thread leave
+ * room, 2 records each.
  * The table has twice the slots of all journals together, so a set
  * fills only by chance.  Bounded so that a huge ServerLimit cannot ask
  * for more than the segment may have. */
@@ -259,7 +260,9 @@ static void conn_geometry(geometry_t *g)
         threads = 1;
     }
     g->journals = (apr_uint64_t)(daemons < 65536 ? daemons : 65536);
-    g->journal_records = 4 * (apr_uint64_t)(threads < 16384 ? threads
+    /* Two counts a connection at most: its address's, and its
+     * listener's while it reads its first request. */
+    g->journal_records = 8 * (apr_uint64_t)(threads < 16384 ? threads
                                                             : 16384);
     g->journal_stride = APR_ALIGN(sizeof(aura_conn_journal_t)
                                   + g->journal_records * sizeof(apr_uint32_t),

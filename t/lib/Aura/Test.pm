@@ -107,8 +107,9 @@ sub free_ports {
 # stop).  Writes $dir/httpd.conf: the common head (event MPM, modules,
 # one Listen port, $children child processes of $threads threads each,
 # 4 unless given) then $body, where __PORT__ stands for the port.  The
-# head raises AuraMaxConnectionsPerAddress to $conn_cap (256 unless
-# given; '' leaves the default): tests talk from one address.  Returns ($port, $httpd_command_prefix); the
+# head raises AuraMaxConnectionsPerAddress and AuraMaxReadingConnections
+# to $conn_cap (256 unless given; '' leaves the defaults): tests talk
+# from one address, many connections at once.  Returns ($port, $httpd_command_prefix); the
 # caller starts it with "$cmd -k start" and stops it with "-k stop".
 sub private_httpd {
     my (%o) = @_;
@@ -119,7 +120,8 @@ sub private_httpd {
     my $n = $o{children} || 2;
     my $t = $o{threads} || 4;
     my $cap = defined $o{conn_cap} ? $o{conn_cap} : 256;
-    $cap = length $cap ? "AuraMaxConnectionsPerAddress $cap" : '';
+    $cap = length $cap ? "AuraMaxConnectionsPerAddress $cap\n"
+                         . "AuraMaxReadingConnections $cap" : '';
     (my $body = $o{body} || '') =~ s/__PORT__/$port/g;
     open(my $fh, '>', "$dir/httpd.conf") or die "$dir/httpd.conf: $!";
     print $fh <<"CONF";
