@@ -314,6 +314,16 @@ static int conn_request_read(request_rec *r)
     return DECLINED;
 }
 
+/* Not OK, DECLINED or DONE: the MPM closes the socket without running
+ * the connection (the event MPM at once; the others skip processing
+ * because of c->aborted). */
+static int refuse(conn_rec *c)
+{
+    c->aborted = 1;
+    c->keepalive = AP_CONN_CLOSE;
+    return HTTP_SERVICE_UNAVAILABLE;
+}
+
 /* pre_connection: count the connection in, or close it at once. */
 static int conn_enter(conn_rec *c, void *csd)
 {
@@ -334,40 +344,31 @@ static int conn_enter(conn_rec *c, void *csd)
     if (!(slots = aura_shm_conns(&sets)) || exempt(sc, c->client_addr)) {
         return DECLINED;
     }
-    /* The listener's reading count first: a connection it refuses is
-     * never counted against its address. */
-    if (enter_reading(c, sc, slots, sets) != OK) {
-        c->aborted = 1;
-        c->keepalive = AP_CONN_CLOSE;
-        return HTTP_SERVICE_UNAVAILABLE;
-    }
-    if (cap <= 0) {
-        return DECLINED;
-    }
-    switch (aura_conn_enter(slots, sets, key_of(c, sc), (apr_uint64_t)cap,
-                            &slot, &count)) {
+    /* The address's count first: one address flooding the listener is
+     * refused there, without ever touching the count every address
+     * shares. */
+    switch (cap > 0 ? aura_conn_enter(slots, sets, key_of(c, sc),
+                                      (apr_uint64_t)cap, &slot, &count)
+                    : AURA_CONN_FULL) {
     case AURA_CONN_ADMITTED:
+        hold(c, slot);
         break;
     case AURA_CONN_FULL:
-        aura_count(AURA_CTR_CONN_TABLE_FULL);
-        log_full(c);
-        return DECLINED;
+        if (cap > 0) {
+            aura_count(AURA_CTR_CONN_TABLE_FULL);
+            log_full(c);
+        }
+        break;
     default:
         aura_count(AURA_CTR_CONN_REFUSED);
         log_refused(c, &slots[slot], count, cap);
         ap_log_cerror(APLOG_MARK, APLOG_DEBUG, 0, c, AURA_LOGNO(00902)
                       "connection refused: %s has %" APR_UINT64_T_FMT
                       " open (cap %d)", c->client_ip, count, cap);
-        /* Not OK, DECLINED or DONE: the MPM closes the socket without
-         * running the connection (the event MPM at once; the others
-         * skip processing because of c->aborted). */
-        /* Its reading count goes with c->pool's cleanup. */
-        c->aborted = 1;
-        c->keepalive = AP_CONN_CLOSE;
-        return HTTP_SERVICE_UNAVAILABLE;
+        return refuse(c);
     }
-    hold(c, slot);
-    return DECLINED;
+    /* Refused here, the address's count goes with c->pool's cleanup. */
+    return enter_reading(c, sc, slots, sets) == OK ? DECLINED : refuse(c);
 }
 
 /* Reclaim journal i when it belongs to owner (a dead process). */
