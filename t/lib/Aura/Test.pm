@@ -109,8 +109,9 @@ sub free_ports {
 # 4 unless given) then $body, where __PORT__ stands for the port.  The
 # head raises AuraMaxConnectionsPerAddress and AuraMaxReadingConnections
 # to $conn_cap (256 unless given; '' leaves the defaults): tests talk
-# from one address, many connections at once.  Returns ($port, $httpd_command_prefix); the
-# caller starts it with "$cmd -k start" and stops it with "-k stop".
+# from one address, many connections at once.  Returns ($port,
+# $httpd_command_prefix); the caller starts it with "$cmd -k start" and
+# stops it with "-k stop".
 sub private_httpd {
     my (%o) = @_;
     my $dir = $o{dir} or die 'private_httpd: dir';
