@@ -89,6 +89,9 @@ void *aura_create_server_conf(apr_pool_t *p, server_rec *s)
     c->metrics_token = NULL;
     c->jwt_aud_any = AURA_UNSET;
     c->plane_max_in_flight = AURA_UNSET;
+    c->max_conns = AURA_UNSET;
+    c->max_reading = AURA_UNSET;
+    c->conn_exempt = NULL;
     return c;
 }
 
@@ -163,6 +166,10 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     c->jwt_aud_any = merge_int(base->jwt_aud_any, add->jwt_aud_any);
     c->plane_max_in_flight = merge_int(base->plane_max_in_flight,
                                        add->plane_max_in_flight);
+    c->max_conns = merge_int(base->max_conns, add->max_conns);
+    c->max_reading = merge_int(base->max_reading, add->max_reading);
+    c->conn_exempt = (apr_array_header_t *)merge_ptr(base->conn_exempt,
+                                                     add->conn_exempt);
     return c;
 }
 
@@ -1157,6 +1164,18 @@ const command_rec aura_cmds[] = {
                   RSRC_CONF,
                   "Leading bits of an IPv6 client address that make one "
                   "rate-limit key"),
+    AP_INIT_TAKE1("AuraMaxConnectionsPerAddress", aura_set_max_conns, NULL,
+                  RSRC_CONF,
+                  "Connections one client address may hold open to this "
+                  "listener at once: n, auto or off"),
+    AP_INIT_TAKE1("AuraMaxReadingConnections", aura_set_max_reading, NULL,
+                  RSRC_CONF,
+                  "Connections of this listener that may be sending their "
+                  "first request at once: n, auto or off"),
+    AP_INIT_ITERATE("AuraConnectionLimitExempt", aura_set_conn_exempt, NULL,
+                    RSRC_CONF,
+                    "Addresses or networks (e.g. 10.0.0.0/8) that "
+                    "AuraMaxConnectionsPerAddress does not limit"),
     AP_INIT_TAKE12("AuraActorQuota", aura_set_actor_quota, NULL,
                    RSRC_CONF | ACCESS_CONF,
                    "Requests an authenticated actor may make per window "

@@ -62,6 +62,9 @@ static json_t *describe(request_rec *r, int connected)
         aura_breaker_describe(shm);
         json_object_set_new(o, "breakers", shm);
         aura_cap_describe(o);
+        shm = json_object();
+        aura_connlimit_describe(shm);
+        json_object_set_new(o, "connections", shm);
     }
     return o;
 }

@@ -230,6 +230,18 @@ static void upstreams(request_rec *r)
             "because the service named an acknowledgement subject outside "
             "AuraStreamAckPrefix.", "",
             aura_shm_counter(AURA_CTR_STREAM_ACK_REFUSED));
+    counter(r, "aura_connections_refused_total", "Connections closed at "
+            "once: their address had AuraMaxConnectionsPerAddress open.", "",
+            aura_shm_counter(AURA_CTR_CONN_REFUSED));
+    counter(r, "aura_connections_busy_total", "Connections closed at once: "
+            "their listener had AuraMaxReadingConnections reading.", "",
+            aura_shm_counter(AURA_CTR_CONN_BUSY));
+    counter(r, "aura_connection_table_full_total", "Connections admitted "
+            "without a per-address count: no free entry in the table.", "",
+            aura_shm_counter(AURA_CTR_CONN_TABLE_FULL));
+    counter(r, "aura_connections_reclaimed_total", "Connections counted "
+            "out for a child process that exited without doing it.", "",
+            aura_shm_counter(AURA_CTR_CONN_RECLAIMED));
     family(r, "aura_db_routes_total", "counter",
            "Decisions of the /v1/db router.");
     ap_rprintf(r, "aura_db_routes_total{to=\"nats\"} %" APR_UINT64_T_FMT

@@ -13,6 +13,7 @@
 #include "aura_breaker_fsm.h"
 #include "aura_cap.h"
 #include "aura_fallback.h"
+#include "aura_conntable.h"
 
 #include "http_log.h"
 #include "apr_shm.h"
@@ -190,7 +191,25 @@ typedef struct {
                                               all: 0, AURA_UNSET */
     int plane_max_in_flight;               /* AuraPlaneMaxInFlight
                                               (aura_cap.h), AURA_UNSET */
+    /* Connections per address (aura_connlimit.c), read from the
+     * listener's VirtualHost (c->base_server). */
+    int max_conns;                         /* AuraMaxConnectionsPerAddress:
+                                              n, 0 = off, AURA_CONN_AUTO,
+                                              AURA_UNSET */
+    int max_reading;                       /* AuraMaxReadingConnections,
+                                              as max_conns */
+    apr_array_header_t *conn_exempt;       /* AuraConnectionLimitExempt
+                                              (apr_ipsubnet_t *); NULL
+                                              unset */
 } aura_server_conf_t;
+
+/* AuraMaxConnectionsPerAddress auto: a third of MaxRequestWorkers (at
+ * least 2), so that one address can hold at most a third of the workers
+ * through one listener, and a third stays free even when it holds both
+ * planes' listeners.  The default on a plane's VirtualHost; off on
+ * others (loading mod_aura_common changes nothing for them). */
+#define AURA_CONN_AUTO     (-2)
+#define AURA_CONN_MAX      1000000
 
 /* One AuraBreaker line; 0 = not set by this line. */
 typedef struct {
@@ -404,6 +423,10 @@ typedef enum {
     AURA_CTR_BREAKER_PROBE_RECOVERED, /* a probe lost with its holder
                                          (dead, or past its deadline)
                                          taken over */
+    AURA_CTR_CONN_REFUSED,     /* connections closed: address at its cap */
+    AURA_CTR_CONN_TABLE_FULL,  /* connections admitted uncounted */
+    AURA_CTR_CONN_RECLAIMED,   /* counted out for a child that died */
+    AURA_CTR_CONN_BUSY,        /* closed: listener's readers at its cap */
     AURA_CTR_COUNT
 } aura_counter_e;
 void aura_count(aura_counter_e c);
@@ -442,6 +465,7 @@ typedef enum {
     AURA_FLAG_ACTIVE,          /* requests waiting on an upstream now */
     AURA_FLAG_RETRYING,        /* of which retries */
     AURA_FLAG_TARGETS_LOGGED,  /* second of the last "targets full" line */
+    AURA_FLAG_CONNS_LOGGED,    /* second of the last "connections full" */
     AURA_FLAG_COUNT
 } aura_flag_e;
 volatile apr_uint64_t *aura_shm_flag(aura_flag_e f);
@@ -457,6 +481,11 @@ typedef struct {
     char name[104];              /* the target, for /health (truncated) */
 } aura_target_slot_t;
 aura_target_slot_t *aura_shm_targets(apr_uint64_t *n);
+/* The connection table (its sets), and journal i of n with its number
+ * of records; NULL when there is no segment (or no such journal). */
+aura_conn_slot_t *aura_shm_conns(apr_uint64_t *sets);
+aura_conn_journal_t *aura_shm_journal(apr_uint64_t i, apr_uint32_t *records,
+                                      apr_uint64_t *n);
 /* Walk the target table (n slots): NULL, or what is wrong. */
 const char *aura_breaker_validate_targets(aura_target_slot_t *t,
                                           apr_uint64_t n, apr_pool_t *p);
@@ -740,6 +769,22 @@ int aura_redact_log_transaction(request_rec *r);
 int aura_metrics_handler(request_rec *r);
 const char *aura_set_metrics_token(cmd_parms *cmd, void *dummy,
                                    const char *path);
+
+/* aura_connlimit.c: AuraMaxConnectionsPerAddress. */
+void aura_connlimit_register(void);
+apr_status_t aura_connlimit_post_config(apr_pool_t *pconf, server_rec *s);
+void aura_connlimit_child_init(apr_pool_t *pchild, server_rec *s);
+void aura_connlimit_describe(struct json_t *obj);
+const char *aura_set_max_conns(cmd_parms *cmd, void *dummy, const char *arg);
+const char *aura_set_conn_exempt(cmd_parms *cmd, void *dummy,
+                                 const char *arg);
+const char *aura_set_max_reading(cmd_parms *cmd, void *dummy,
+                                 const char *arg);
+/* The client address as key bytes: family, then the address (IPv4, an
+ * IPv4-mapped IPv6 address as IPv4, IPv6 cut to v6_prefix bits); out
+ * holds 17 bytes.  Returns the length. */
+apr_size_t aura_address_bytes(const apr_sockaddr_t *sa, int v6_prefix,
+                              unsigned char *out);
 
 /* aura_health.c */
 int aura_health_handler(request_rec *r);

@@ -62,12 +62,11 @@ apr_status_t aura_ratelimit_post_config(apr_pool_t *pconf, server_rec *s)
 }
 
 /* The client's address as key bytes: family, then the address (IPv4,
- * an IPv4-mapped IPv6 address as IPv4, IPv6 cut to its prefix). */
-static apr_size_t address_bytes(const request_rec *r, int v6_prefix,
-                                unsigned char *out)
+ * an IPv4-mapped IPv6 address as IPv4, IPv6 cut to its prefix).  Also
+ * the connection limit's (aura_connlimit.c). */
+apr_size_t aura_address_bytes(const apr_sockaddr_t *sa, int v6_prefix,
+                              unsigned char *out)
 {
-    const apr_sockaddr_t *sa = r->useragent_addr;
-
     if (!sa) {
         out[0] = 0;
         return 1;
@@ -223,9 +222,10 @@ AURA_DECLARE(int) aura_limit_ip(request_rec *r)
         || !(t = aura_shm_table(z->table, &slots, &sets))) {
         return OK;
     }
-    n = address_bytes(r, prefix != AURA_UNSET ? prefix
-                                              : AURA_DEFAULT_IPV6_PREFIX,
-                      addr);
+    n = aura_address_bytes(r->useragent_addr,
+                           prefix != AURA_UNSET ? prefix
+                                                : AURA_DEFAULT_IPV6_PREFIX,
+                           addr);
     key = aura_limiter_key("ip", z->name, addr, n);
     switch (aura_limiter_take(slots, sets, key, &z->gcra, aura_clock_ns(),
                               &res)) {

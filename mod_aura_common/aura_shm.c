@@ -19,10 +19,12 @@
  */
 #include "aura_private.h"
 #include "aura_layout.h"
+#include "aura_conntable.h"
 
 #include "http_core.h"
 #include "util_mutex.h"
 #include "mpm_common.h"
+#include "ap_mpm.h"
 #include "apr_atomic.h"
 #include "apr_strings.h"
 
@@ -75,6 +77,15 @@
  *   | aura_cap_proc_t [procs]     |  what each child holds of the
  *   |                             |  in-flight caps (aura_bulkhead.c):
  *   |                             |  2 x ServerLimit, at least 32
+ *   +-----------------------------+ conns_offset
+ *   | aura_conn_slot_t            |  open connections per (listener,
+ *   |   [conn_sets * 8]           |  address): AuraMaxConnectionsPer-
+ *   |                             |  Address (aura_conntable.h)
+ *   +-----------------------------+ journals_offset
+ *   | aura_conn_journal_t + u32   |  one journal per child process
+ *   |   [records], stride 64-     |  (ServerLimit), records = 8 x
+ *   |   aligned, x journals       |  ThreadLimit: what a killed child
+ *   |                             |  leaves counted is reclaimed
  *   +-----------------------------+ size
  *
  * A zone's table is its own: a flood of addresses that fills it puts
@@ -115,6 +126,15 @@ struct aura_shm_header_t {
     /* who holds each breaker's half-open probes (aura_breaker_fsm.h) */
     volatile apr_uint64_t holders[AURA_BREAKERS][AURA_BRK_HOLDERS];
     aura_cap_shm_t cap;              /* in-flight caps (aura_bulkhead.c) */
+    /* The connection table and the children's journals: sized from the
+     * MPM's hard limits (ServerLimit, ThreadLimit), which a graceful
+     * restart cannot change, so a graceful never rebuilds them. */
+    apr_uint64_t conns_offset;
+    apr_uint64_t conn_sets;
+    apr_uint64_t journals_offset;
+    apr_uint64_t journals;
+    apr_uint64_t journal_records;
+    apr_uint64_t journal_stride;
 };
 
 _Static_assert(sizeof(apr_uint64_t) == 8 && __atomic_always_lock_free(8, 0),
@@ -140,6 +160,10 @@ static const aura_layout_row_t layout_rows[] = {
     M(aura_shm_header_t, requests), M(aura_shm_header_t, latency),
     M(aura_shm_header_t, latency_sum_us), M(aura_shm_header_t, holders),
     M(aura_shm_header_t, cap),
+    M(aura_shm_header_t, conns_offset), M(aura_shm_header_t, conn_sets),
+    M(aura_shm_header_t, journals_offset), M(aura_shm_header_t, journals),
+    M(aura_shm_header_t, journal_records),
+    M(aura_shm_header_t, journal_stride),
     AURA_LAYOUT_STRUCT(aura_cap_shm_t),
     M(aura_cap_shm_t, in_flight), M(aura_cap_shm_t, refused),
     M(aura_cap_shm_t, logged), M(aura_cap_shm_t, reclaimed),
@@ -163,6 +187,10 @@ static const aura_layout_row_t layout_rows[] = {
     M(aura_target_slot_t, key), M(aura_target_slot_t, word),
     M(aura_target_slot_t, used), M(aura_target_slot_t, holders),
     M(aura_target_slot_t, name),
+    AURA_LAYOUT_STRUCT(aura_conn_slot_t),
+    M(aura_conn_slot_t, word), M(aura_conn_slot_t, logged),
+    AURA_LAYOUT_STRUCT(aura_conn_journal_t),
+    M(aura_conn_journal_t, owner), M(aura_conn_journal_t, reclaimed),
 };
 #undef M
 
@@ -210,6 +238,12 @@ typedef struct {
     apr_uint64_t targets;
     apr_uint64_t procs_offset;
     apr_uint64_t procs;
+    apr_uint64_t conns_offset;
+    apr_uint64_t conn_sets;
+    apr_uint64_t journals_offset;
+    apr_uint64_t journals;
+    apr_uint64_t journal_records;
+    apr_uint64_t journal_stride;
     apr_uint64_t size;
     apr_uint64_t layout;
     apr_uint64_t fingerprint;
@@ -234,7 +268,8 @@ static const char *const counter_names[AURA_CTR_COUNT] = {
     "nats_retries", "nats_no_responders", "nats_timeouts", "http_timeouts",
     "db_nats", "db_http", "db_unresolved", "targets_full",
     "breaker_half_opened", "breaker_closed", "actor_lease",
-    "stream_ack_refused", "breaker_probe_recovered"
+    "stream_ack_refused", "breaker_probe_recovered", "conn_refused",
+    "conn_table_full", "conn_reclaimed", "conn_busy"
 };
 
 /* *off += n, 64-byte aligned, refused beyond AURA_SHM_MAX (so never
@@ -252,6 +287,43 @@ static int by_name(const void *a, const void *b)
 {
     return strcmp((*(aura_zone_t *const *)a)->name,
                   (*(aura_zone_t *const *)b)->name);
+}
+
+/* The connection table and the journals, from the MPM's hard limits:
+ * a child holds at most ThreadLimit connections in a worker, and the
+ * event MPM keeps up to AsyncRequestWorkerFactor (2 by default) more
+ * per thread waiting without one: 4 connections per thread leave
+ * room, 2 records each.
+ * The table has twice the slots of all journals together, so a set
+ * fills only by chance.  Bounded so that a huge ServerLimit cannot ask
+ * for more than the segment may have. */
+static void conn_geometry(geometry_t *g)
+{
+    int daemons = 0, threads = 0;
+
+    if (ap_mpm_query(AP_MPMQ_HARD_LIMIT_DAEMONS, &daemons) != APR_SUCCESS
+        || daemons < 1) {
+        daemons = 1;
+    }
+    if (ap_mpm_query(AP_MPMQ_HARD_LIMIT_THREADS, &threads) != APR_SUCCESS
+        || threads < 1) {
+        threads = 1;
+    }
+    g->journals = (apr_uint64_t)(daemons < 65536 ? daemons : 65536);
+    /* Two counts a connection at most: its address's, and its
+     * listener's while it reads its first request. */
+    g->journal_records = 8 * (apr_uint64_t)(threads < 16384 ? threads
+                                                            : 16384);
+    g->journal_stride = APR_ALIGN(sizeof(aura_conn_journal_t)
+                                  + g->journal_records * sizeof(apr_uint32_t),
+                                  64);
+    g->conn_sets = aura_conn_sets(2 * g->journals * g->journal_records);
+    if (g->conn_sets * AURA_CONN_WAYS < 1024) {
+        g->conn_sets = aura_conn_sets(1024);
+    }
+    if (g->conn_sets * AURA_CONN_WAYS > (APR_UINT64_C(1) << 22)) {
+        g->conn_sets = aura_conn_sets(APR_UINT64_C(1) << 22);
+    }
 }
 
 /* The geometry of this configuration, its offsets and fingerprint.
@@ -322,6 +394,16 @@ static const char *geometry_of(apr_pool_t *pconf, apr_pool_t *p,
     if (!grow(&off, g->procs * sizeof(aura_cap_proc_t))) {
         return "the process records of the in-flight caps do not fit";
     }
+    conn_geometry(g);
+    g->conns_offset = off;
+    if (!grow(&off, g->conn_sets * AURA_CONN_WAYS
+                    * sizeof(aura_conn_slot_t))) {
+        return "the connection table does not fit";
+    }
+    g->journals_offset = off;
+    if (!grow(&off, g->journals * g->journal_stride)) {
+        return "the journals of the children (ServerLimit) do not fit";
+    }
     g->size = off;
 
     g->layout = aura_layout_fingerprint(layout_rows, sizeof(layout_rows)
@@ -341,6 +423,12 @@ static const char *geometry_of(apr_pool_t *pconf, apr_pool_t *p,
     h = aura_layout_mix(h, g->targets_offset);
     h = aura_layout_mix(h, g->procs);
     h = aura_layout_mix(h, g->procs_offset);
+    h = aura_layout_mix(h, g->conns_offset);
+    h = aura_layout_mix(h, g->conn_sets);
+    h = aura_layout_mix(h, g->journals_offset);
+    h = aura_layout_mix(h, g->journals);
+    h = aura_layout_mix(h, g->journal_records);
+    h = aura_layout_mix(h, g->journal_stride);
     g->fingerprint = aura_layout_mix(h, g->size);
     return NULL;
 }
@@ -409,6 +497,28 @@ aura_cap_shm_t *aura_shm_cap(aura_cap_proc_t **procs, apr_uint64_t *n)
                                  + shm_base->cap.procs_offset);
     *n = shm_base->cap.procs;
     return &shm_base->cap;
+}
+
+aura_conn_slot_t *aura_shm_conns(apr_uint64_t *sets)
+{
+    if (!shm_base) {
+        return NULL;
+    }
+    *sets = shm_base->conn_sets;
+    return (aura_conn_slot_t *)((char *)shm_base + shm_base->conns_offset);
+}
+
+aura_conn_journal_t *aura_shm_journal(apr_uint64_t i, apr_uint32_t *records,
+                                      apr_uint64_t *n)
+{
+    if (!shm_base || i >= shm_base->journals) {
+        return NULL;
+    }
+    *records = (apr_uint32_t)shm_base->journal_records;
+    *n = shm_base->journals;
+    return (aura_conn_journal_t *)((char *)shm_base
+                                   + shm_base->journals_offset
+                                   + i * shm_base->journal_stride);
 }
 
 volatile apr_uint64_t *aura_shm_breaker(int i)
@@ -541,6 +651,18 @@ static const char *check_directory(const aura_shm_header_t *h,
         || h->cap.procs * sizeof(aura_cap_proc_t)
            > h->size - h->cap.procs_offset) {
         return "the header's offsets lie outside the segment";
+    }
+    if (h->conns_offset % 64 || h->conns_offset > h->size
+        || !h->conn_sets || (h->conn_sets & (h->conn_sets - 1))
+        || h->conn_sets > (APR_UINT64_C(1) << 22)
+        || h->conn_sets * AURA_CONN_WAYS * sizeof(aura_conn_slot_t)
+           > h->size - h->conns_offset
+        || h->journals_offset % 64 || h->journals_offset > h->size
+        || h->journals > 65536 || h->journal_stride > (APR_UINT64_C(1) << 20)
+        || h->journal_records * sizeof(apr_uint32_t)
+           + sizeof(aura_conn_journal_t) > h->journal_stride
+        || h->journals * h->journal_stride > h->size - h->journals_offset) {
+        return "the connection table lies outside the segment";
     }
     d = (const aura_shm_table_t *)((const char *)h + h->tables_offset);
     end = h->tables_offset + h->tables * sizeof(*d);
@@ -675,6 +797,11 @@ static const char *rebuild_reason(aura_shm_header_t *h, const geometry_t *g,
                                                        d[i].name);
         }
     }
+    if (h->journals != g->journals
+        || h->journal_records != g->journal_records) {
+        APR_ARRAY_PUSH(why, char *) = "ServerLimit or ThreadLimit (the "
+                                      "connection table's size)";
+    }
     if (h->target_slots != g->targets) {
         APR_ARRAY_PUSH(why, char *) = apr_psprintf(
             p, "AuraTargetBreakerEntries: %" APR_UINT64_T_FMT " -> %"
@@ -724,6 +851,12 @@ static apr_status_t build_segment(aura_shm_retained_t *ret,
     h->target_slots = g->targets;
     h->cap.procs_offset = g->procs_offset;
     h->cap.procs = g->procs;
+    h->conns_offset = g->conns_offset;
+    h->conn_sets = g->conn_sets;
+    h->journals_offset = g->journals_offset;
+    h->journals = g->journals;
+    h->journal_records = g->journal_records;
+    h->journal_stride = g->journal_stride;
     for (i = 0; i < g->ntables; i++) {
         aura_shm_table_t *t = directory(h) + i;
 

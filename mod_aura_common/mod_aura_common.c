@@ -41,7 +41,8 @@ static int aura_post_config(apr_pool_t *pconf, apr_pool_t *plog,
         || aura_ratelimit_post_config(pconf, s) != APR_SUCCESS
         || aura_quota_post_config(pconf, s) != APR_SUCCESS
         || aura_breaker_post_config(pconf, s) != APR_SUCCESS
-        || aura_cap_post_config(pconf, s) != APR_SUCCESS) {
+        || aura_cap_post_config(pconf, s) != APR_SUCCESS
+        || aura_connlimit_post_config(pconf, s) != APR_SUCCESS) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, AURA_LOGNO(00007)
@@ -54,6 +55,7 @@ static void aura_child_init(apr_pool_t *pchild, server_rec *s)
 {
     aura_shm_child_init(pchild, s);
     aura_cap_child_init(pchild, s);
+    aura_connlimit_child_init(pchild, s);
     aura_reqid_child_init();
     aura_nats_child_init(pchild, s);
     aura_db_child_init(pchild, s);
@@ -107,6 +109,7 @@ static void aura_register_hooks(apr_pool_t *p)
     aura_headers_register();
     aura_keystore_register();
     aura_http_register();
+    aura_connlimit_register();
 }
 
 module AURA_DECLARE_DATA aura_common_module = {

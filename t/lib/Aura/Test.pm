@@ -21,7 +21,7 @@ use Apache::TestUtil qw(t_cmp);
 our @EXPORT_OK = qw(private_httpd free_port free_ports default_key ANON_KEY mint console_token default_console exec_count new_reqid wait_until problem_ok natsreq
                     nats_stop nats_start t_dir json_body error_log_since
                     error_log_size psql pg_stop pg_start
-                    redis_cli redis_stop redis_start);
+                    redis_cli redis_stop redis_start pid_alive);
 
 sub t_dir { Apache::Test::vars('t_dir') }
 
@@ -105,10 +105,13 @@ sub free_ports {
 # A second, private httpd with the freshly built modules, for what the
 # main test server cannot show (a second gateway instance, start and
 # stop).  Writes $dir/httpd.conf: the common head (event MPM, modules,
-# one Listen port, $children child processes of $threads threads, 4
-# unless said) then $body, where __PORT__
-# stands for the port.  Returns ($port, $httpd_command_prefix); the
-# caller starts it with "$cmd -k start" and stops it with "-k stop".
+# one Listen port, $children child processes of $threads threads each,
+# 4 unless given) then $body, where __PORT__ stands for the port.  The
+# head raises AuraMaxConnectionsPerAddress and AuraMaxReadingConnections
+# to $conn_cap (256 unless given; '' leaves the defaults): tests talk
+# from one address, many connections at once.  Returns ($port,
+# $httpd_command_prefix); the caller starts it with "$cmd -k start" and
+# stops it with "-k stop".
 sub private_httpd {
     my (%o) = @_;
     my $dir = $o{dir} or die 'private_httpd: dir';
@@ -117,6 +120,9 @@ sub private_httpd {
     my $mods = '/usr/lib/apache2/modules';
     my $n = $o{children} || 2;
     my $t = $o{threads} || 4;
+    my $cap = defined $o{conn_cap} ? $o{conn_cap} : 256;
+    $cap = length $cap ? "AuraMaxConnectionsPerAddress $cap\n"
+                         . "AuraMaxReadingConnections $cap" : '';
     (my $body = $o{body} || '') =~ s/__PORT__/$port/g;
     open(my $fh, '>', "$dir/httpd.conf") or die "$dir/httpd.conf: $!";
     print $fh <<"CONF";
@@ -139,6 +145,7 @@ ThreadsPerChild $t
 MaxRequestWorkers @{[ $t * $n ]}
 MinSpareThreads 1
 MaxSpareThreads @{[ $t * $n ]}
+$cap
 $body
 CONF
     close $fh;
