@@ -97,7 +97,12 @@ typedef struct {
                                          name or "off"; NULL = unset */
     /* NATS streamed replies: where acknowledgements may go. */
     const char *stream_ack_prefix;          /* AuraStreamAckPrefix */
+    int abandon_check;                /* AuraAbandonCheck, AURA_UNSET (on) */
 } aura_dir_conf_t;
+
+/* The access log's status of a request whose client went away before
+ * its answer (nginx's "client closed request"; never sent). */
+#define AURA_STATUS_CLIENT_GONE 499
 
 /* A stage-1 zone (AuraRateLimitZone), as nginx's limit_req_zone: global,
  * named, picked by Locations.  Each zone has a table of its own in the
@@ -374,6 +379,9 @@ typedef enum {
     AURA_CTR_BREAKER_CLOSED,   /* a probe's success closed a breaker */
     AURA_CTR_ACTOR_LEASE,      /* stage 2 decided from a child's lease */
     AURA_CTR_STREAM_ACK_REFUSED, /* streams aborted: ack subject refused */
+    AURA_CTR_GONE_BEFORE_SEND, /* client gone before its request was sent */
+    AURA_CTR_GONE_WAITING,     /* client gone while its reply was awaited */
+    AURA_CTR_LATE_REPLIES,     /* replies dropped: their request was gone */
     AURA_CTR_COUNT
 } aura_counter_e;
 void aura_count(aura_counter_e c);
@@ -612,6 +620,16 @@ void aura_headers_arm_upgrade(request_rec *r);
 
 /* aura_natsproxy.c */
 int aura_natsproxy_handler(request_rec *r);
+
+/* aura_gone.c: whether r's client has gone (closed or reset its
+ * connection), looked at without reading a byte of it. */
+int aura_client_gone(request_rec *r);
+/* Marks r as abandoned at stage ("before-send" or "waiting"): logged,
+ * counted, the connection marked aborted, status 499 and the problem
+ * note client-gone for the access log.  Returns DONE: nothing is
+ * answered, the worker is free at once. */
+int aura_client_abandoned(request_rec *r, const char *stage,
+                          const char *upstream);
 
 /* aura_problem.c */
 void aura_problem_register(void);

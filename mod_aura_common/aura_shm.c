@@ -183,7 +183,8 @@ static const char *const counter_names[AURA_CTR_COUNT] = {
     "actor_fallback", "redis_errors", "breaker_opened", "breaker_rejected",
     "nats_retries", "nats_no_responders", "nats_timeouts", "http_timeouts",
     "db_nats", "db_http", "db_unresolved", "targets_full",
-    "breaker_half_opened", "breaker_closed", "actor_lease"
+    "breaker_half_opened", "breaker_closed", "actor_lease",
+    "stream_ack_refused", "gone_before_send", "gone_waiting", "late_replies"
 };
 
 /* *off += n, 64-byte aligned, refused beyond AURA_SHM_MAX (so never
