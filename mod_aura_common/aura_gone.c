@@ -32,6 +32,7 @@
 #include "http_request.h"
 #include "apr_portable.h"
 
+#include <nats/nats.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -107,4 +108,28 @@ int aura_client_abandoned(request_rec *r, const char *stage,
                   waiting ? "the wait is given up, a late reply will be "
                   "dropped" : "not sent");
     return DONE;
+}
+
+/* The slice bounds how long a worker stays after its client left: one
+ * poll() per slice and request, nothing when a reply comes first. */
+int aura_inbox_next_unless_gone(request_rec *r, aura_inbox_t *inbox,
+                                apr_time_t deadline, natsMsg **msg,
+                                int *gone)
+{
+    natsStatus s;
+
+    for (;;) {
+        apr_time_t now = apr_time_now();
+        apr_time_t until = deadline - now > AURA_GONE_SLICE
+                           ? now + AURA_GONE_SLICE : deadline;
+
+        s = aura_inbox_next(inbox, until, msg);
+        if (s != NATS_TIMEOUT || until >= deadline) {
+            return s;
+        }
+        if (aura_client_gone(r)) {
+            *gone = 1;
+            return NATS_TIMEOUT;
+        }
+    }
 }

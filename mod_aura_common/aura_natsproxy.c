@@ -29,7 +29,7 @@
  *
  * A client that has gone (aura_gone.c) is looked for before the
  * request is sent, before each retry and at every slice of the wait
- * (WAIT_SLICE): a request that reached its worker after its client left
+ * (AURA_GONE_SLICE): a request that reached its worker after its client left
  * is never sent, and a wait whose client left ends at once, freeing the
  * worker; either way there is no verdict (the hold is released with
  * r->pool, DESIGN.md section 8) and a late reply is dropped by the
@@ -211,33 +211,6 @@ static int send_reply(request_rec *r, natsMsg *reply, aura_inbox_t *inbox,
                                 "sending the reply to the client failed");
 }
 
-/* Longest wait between two looks at the client: a worker is free at most
- * this long (plus a poll) after its client left. */
-#define WAIT_SLICE apr_time_from_msec(200)
-
-/* Waits for the first message on inbox until deadline, in slices, giving
- * up with *gone set as soon as the client is gone. */
-static natsStatus wait_reply(request_rec *r, aura_inbox_t *inbox,
-                             apr_time_t deadline, natsMsg **reply, int *gone)
-{
-    natsStatus s;
-
-    for (;;) {
-        apr_time_t now = apr_time_now();
-        apr_time_t until = deadline - now > WAIT_SLICE ? now + WAIT_SLICE
-                                                       : deadline;
-
-        s = aura_inbox_next(inbox, until, reply);
-        if (s != NATS_TIMEOUT || until >= deadline) {
-            return s;
-        }
-        if (aura_client_gone(r)) {
-            *gone = 1;
-            return NATS_TIMEOUT;
-        }
-    }
-}
-
 /* One attempt: publishes msg and waits for the first reply on inbox
  * until deadline; the reply belongs to r->pool.  Returns the nats.c
  * status (NATS_NO_RESPONDERS comes back as nats-server's status message);
@@ -264,7 +237,7 @@ static natsStatus attempt(request_rec *r, natsConnection *nc, natsMsg *msg,
         *bus_failed = 1;
         return s;
     }
-    s = wait_reply(r, inbox, deadline, reply, gone);
+    s = aura_inbox_next_unless_gone(r, inbox, deadline, reply, gone);
     if (*gone) {
         *gone = AURA_GONE_WAITING;
     }
@@ -289,7 +262,8 @@ static int sleep_unless_gone(request_rec *r, apr_interval_time_t wait)
         if (now >= end) {
             return 0;
         }
-        apr_sleep(end - now > WAIT_SLICE ? WAIT_SLICE : end - now);
+        apr_sleep(end - now > AURA_GONE_SLICE ? AURA_GONE_SLICE
+                                              : end - now);
     }
 }
 

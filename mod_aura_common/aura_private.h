@@ -630,6 +630,13 @@ int aura_client_gone(request_rec *r);
  * answered, the worker is free at once. */
 int aura_client_abandoned(request_rec *r, const char *stage,
                           const char *upstream);
+/* Longest wait between two looks at the client. */
+#define AURA_GONE_SLICE apr_time_from_msec(200)
+/* aura_inbox_next() in slices of AURA_GONE_SLICE, giving up (NATS_TIMEOUT,
+ * *gone set to 1) as soon as r's client is gone. */
+int aura_inbox_next_unless_gone(request_rec *r, aura_inbox_t *inbox,
+                                apr_time_t deadline,
+                                struct __natsMsg **msg, int *gone);
 
 /* aura_problem.c */
 void aura_problem_register(void);

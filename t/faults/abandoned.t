@@ -18,7 +18,11 @@
 # - queued, HTTP: the same with the six on an HTTP route: the upstream
 #   never receives them;
 # - retries: a client that leaves while no responders are retried: the
-#   retries stop and the request is given up within 1 s.
+#   retries stop and the request is given up within 1 s;
+# - a streamed reply whose client leaves between two messages: the
+#   stream is cancelled within 1 s, not at the next message;
+# - a client gone is no verdict: a breaker that one failure opens stays
+#   closed after a wait given up past what would have been a timeout.
 use strict;
 use warnings FATAL => 'all';
 
@@ -34,10 +38,10 @@ use Test::More import => ['!plan'];
 use Apache::Test qw(-withtestmore);
 use Time::HiRes qw(time sleep);
 use Aura::Test qw(private_httpd wait_until t_dir natsreq new_reqid);
-use Aura::Load qw(counters);
+use Aura::Load qw(counters health_json);
 use Aura::Upstream qw(upstream_log);
 
-plan tests => 26;
+plan tests => 32;
 
 my $dir = tempdir(CLEANUP => 1);
 chmod 0755, $dir;
@@ -46,6 +50,7 @@ my ($port, $httpd) = private_httpd(dir => $dir, children => 1,
                                    body => <<"CONF");
 AuraNATSServers $ENV{AURA_TEST_NATS_URL}
 AuraBreaker * threshold=1000000
+AuraBreaker notifications threshold=1 cooldown=30s
 AuraRateLimitZone default rate=100000r/s burst=100000
 LogFormat "%>s %{problem}^au %{request-id}^au %U" abandon
 CustomLog $dir/access.log abandon
@@ -61,6 +66,11 @@ CustomLog $dir/access.log abandon
         AuraPublic On
         AuraService functions nats:$subject
         AuraTimeout 20s
+    </Location>
+    <Location "/brk/">
+        AuraPublic On
+        AuraService notifications nats:$subject
+        AuraTimeout 1s
     </Location>
     <Location "/nobody/">
         AuraPublic On
@@ -241,3 +251,28 @@ sleep 1.2;      # the longest backoff: no retry may follow
 is(counters($base)->{nats_retries}, $r1, 'no retry after that');
 is(counters($base)->{nats_no_responders}, $c1->{nats_no_responders},
    'and no verdict on the service (not counted as no responders)');
+
+# --- a streamed reply, the client gone between two messages ---------------
+my $c2 = counters($base);
+my $st = send_req('/slow/x', new_reqid('abs'), 'X-Example-Stream-Bytes' => 100,
+                  'X-Example-Stream-Pause-Ms' => 5000);
+is(status_of($st, 5), 200, 'the stream begins');
+$t_left = time;
+close $st;
+ok(wait_until(1, sub { counters($base)->{gone_waiting}
+                       > $c2->{gone_waiting} }),
+   sprintf('cancelled within 1 s of the client leaving (%.3f s), not at the '
+           . 'last message 5 s later', time - $t_left));
+$took = health_time();
+cmp_ok($took, '<', 1.0, sprintf('workers free (%.3f s)', $took));
+
+# --- no verdict: the breaker (threshold 1) stays closed --------------------
+my $bid = new_reqid('abb');
+my $bs = send_req('/brk/x', $bid, 'X-Example-Delay-Ms' => 3000);
+ok(wait_until(3, sub { executed($bid) }), 'a request reached the service');
+close $bs;
+ok(wait_until(2, sub { counters($base)->{gone_waiting}
+                       > $c2->{gone_waiting} + 1 }), 'its wait was given up');
+sleep 1.2;      # past its 1 s budget: a timeout would have opened it
+is(health_json($base)->{breakers}{notifications}{state}, 'closed',
+   'no verdict: the breaker that one failure opens is still closed');
