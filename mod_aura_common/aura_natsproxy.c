@@ -215,8 +215,7 @@ static int send_reply(request_rec *r, natsMsg *reply, aura_inbox_t *inbox,
  * until deadline; the reply belongs to r->pool.  Returns the nats.c
  * status (NATS_NO_RESPONDERS comes back as nats-server's status message);
  * *bus_failed when the publish failed, i.e. the request never left;
- * *gone says where the client was found gone: before the publish
- * (nothing sent) or while waiting. */
+ * *gone (AURA_GONE_WAITING) when the client left during the wait. */
 static natsStatus attempt(request_rec *r, natsConnection *nc, natsMsg *msg,
                           aura_inbox_t *inbox, apr_time_t deadline,
                           natsMsg **reply, int *bus_failed, int *gone)
@@ -225,12 +224,10 @@ static natsStatus attempt(request_rec *r, natsConnection *nc, natsMsg *msg,
 
     *reply = NULL;
     *bus_failed = 0;
-    if (aura_client_gone(r)) {
-        *gone = AURA_GONE_BEFORE_SEND;
-        return NATS_TIMEOUT;
-    }
-    /* While nats.c reconnects it would buffer the publish and answer
-     * NATS_OK: the request would wait for a reply that cannot come. */
+    /* The client was looked at right before: by the handler before the
+     * first send, by sleep_unless_gone() before a retry.  While nats.c
+     * reconnects it would buffer the publish and answer NATS_OK: the
+     * request would wait for a reply that cannot come. */
     s = aura_nats_connected() ? natsConnection_PublishMsg(nc, msg)
                               : NATS_CONNECTION_DISCONNECTED;
     if (s != NATS_OK) {

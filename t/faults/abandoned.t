@@ -22,7 +22,11 @@
 # - a streamed reply whose client leaves between two messages: the
 #   stream is cancelled within 1 s, not at the next message;
 # - a client gone is no verdict: a breaker that one failure opens stays
-#   closed after a wait given up past what would have been a timeout.
+#   closed after a wait given up past what would have been a timeout;
+# - no false alarm: two pipelined requests on one connection (the bytes
+#   of the second sent while the first waits) are both answered, and
+#   a client that half-closes after its request is answered where
+#   AuraAbandonCheck is Off (and given up where it is On).
 use strict;
 use warnings FATAL => 'all';
 
@@ -41,7 +45,7 @@ use Aura::Test qw(private_httpd wait_until t_dir natsreq new_reqid);
 use Aura::Load qw(counters health_json);
 use Aura::Upstream qw(upstream_log);
 
-plan tests => 32;
+plan tests => 38;
 
 my $dir = tempdir(CLEANUP => 1);
 chmod 0755, $dir;
@@ -71,6 +75,12 @@ CustomLog $dir/access.log abandon
         AuraPublic On
         AuraService notifications nats:$subject
         AuraTimeout 1s
+    </Location>
+    <Location "/halfclose/">
+        AuraPublic On
+        AuraService functions nats:$subject
+        AuraTimeout 5s
+        AuraAbandonCheck Off
     </Location>
     <Location "/nobody/">
         AuraPublic On
@@ -276,3 +286,41 @@ ok(wait_until(2, sub { counters($base)->{gone_waiting}
 sleep 1.2;      # past its 1 s budget: a timeout would have opened it
 is(health_json($base)->{breakers}{notifications}{state}, 'closed',
    'no verdict: the breaker that one failure opens is still closed');
+
+# --- no false alarm: pipelined requests, half-close with the check off -----
+my $c3 = counters($base);
+my ($p1, $p2) = (new_reqid('abp'), new_reqid('abp'));
+my $pipe = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 5)
+    or die "connect: $!";
+syswrite($pipe, join('', map { "GET /slow/x HTTP/1.1\r\nHost: localhost\r\n"
+                               . "X-Request-Id: $_\r\n"
+                               . "X-Example-Delay-Ms: 600\r\n\r\n" }
+                          ($p1, $p2)));
+my $both = '';
+my $sel = IO::Select->new($pipe);
+my $end = time + 10;
+while (time < $end && (() = $both =~ m{^HTTP/1\.1 200}mg) < 2) {
+    last unless $sel->can_read($end - time);
+    last unless sysread($pipe, $both, 65536, length $both);
+}
+close $pipe;
+is(scalar(() = $both =~ m{^HTTP/1\.1 200}mg), 2,
+   'two pipelined requests on one connection: both answered');
+is(executed($p1) + executed($p2), 2, 'each ran once');
+is(counters($base)->{gone_waiting} + counters($base)->{gone_before_send},
+   $c3->{gone_waiting} + $c3->{gone_before_send}, 'none taken as gone');
+
+my $hid = new_reqid('abh');
+my $half = send_req('/halfclose/x', $hid, 'X-Example-Delay-Ms' => 300);
+shutdown($half, 1);
+is(status_of($half, 5), 200,
+   'a half-closing client is answered under AuraAbandonCheck Off');
+close $half;
+$hid = new_reqid('abh');
+$half = send_req('/slow/x', $hid, 'X-Example-Delay-Ms' => 300);
+shutdown($half, 1);
+is(status_of($half, 5), undef, 'and given up where the check is On');
+close $half;
+ok(wait_until(2, sub { $access = log_text('access.log');
+                       $access =~ /^499 client-gone \Q$hid\E /m }),
+   'logged as 499 client-gone (the documented limit)');
