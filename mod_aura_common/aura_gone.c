@@ -8,24 +8,24 @@
  * and its answer thrown away (a client that retried gets it run twice).
  *
  * The check reads nothing: request data that may follow (a pipelined
- * request) stays for httpd.  It asks the kernel about the socket,
- * poll() with a zero timeout: POLLRDHUP says the peer sent its FIN
- * (even behind unread bytes), POLLHUP or POLLERR a reset or both
- * directions shut.  A client that half-closes its sending side after
- * its request (shutdown(SHUT_WR), rare for HTTP clients, "nc -N") is
- * taken as gone, as nginx and HAProxy's abortonclose take it: an HTTP
- * client cannot tell a half-close from a close, and those who rely on
- * it turn AuraAbandonCheck off.  Over TLS the socket says the same
+ * request) stays for httpd.  It asks the kernel about the socket
+ * (aura_peer.c): the peer's FIN, even behind unread bytes, or a reset.
+ * A client that half-closes its sending side after its request
+ * (shutdown(SHUT_WR), rare for HTTP clients, "nc -N") is taken as gone,
+ * as nginx and HAProxy's abortonclose take it: the socket cannot tell a
+ * half-close from a close, and a Location whose clients half-close sets
+ * AuraAbandonCheck Off.  Over TLS the socket says the same
  * (close_notify comes before the FIN, and the FIN is what is seen).
  *
  * An HTTP/2 stream runs on a secondary connection (c->master set) whose
  * socket is the whole session's: its FIN says that every stream is gone
  * but a single stream's RST_STREAM is not on it, so there only
  * c->aborted is trusted (mod_http2 sets it when the stream is reset or
- * the session ends).  A poll from a worker thread of the master's
- * socket, which the session thread owns, is not done.
+ * the session ends).  The master's socket, which the session's own
+ * thread drives, is not polled from a worker.
  */
 #include "aura_private.h"
+#include "aura_peer.h"
 
 #include "http_connection.h"
 #include "http_core.h"
@@ -33,40 +33,6 @@
 #include "apr_portable.h"
 
 #include <nats/nats.h>
-#include <poll.h>
-#include <sys/socket.h>
-
-/* 1 when the kernel says the peer of fd has closed or reset. */
-static int peer_closed(int fd)
-{
-    struct pollfd pfd;
-
-    pfd.fd = fd;
-    pfd.revents = 0;
-#ifdef POLLRDHUP
-    pfd.events = POLLIN | POLLRDHUP;
-#else
-    pfd.events = POLLIN;
-#endif
-    if (poll(&pfd, 1, 0) <= 0) {
-        return 0;
-    }
-    if (pfd.revents & (POLLHUP | POLLERR | POLLNVAL)) {
-        return 1;
-    }
-#ifdef POLLRDHUP
-    return (pfd.revents & POLLRDHUP) != 0;
-#else
-    /* Without POLLRDHUP, readable with nothing to read is the FIN; bytes
-     * waiting (a pipelined request) hide it until they are read. */
-    if (pfd.revents & POLLIN) {
-        char c;
-
-        return recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
-    }
-    return 0;
-#endif
-}
 
 int aura_client_gone(request_rec *r)
 {
@@ -84,7 +50,7 @@ int aura_client_gone(request_rec *r)
     if (!sock || apr_os_sock_get(&fd, sock) != APR_SUCCESS || fd < 0) {
         return 0;
     }
-    return peer_closed(fd);
+    return aura_peer_closed(fd);
 }
 
 int aura_client_abandoned(request_rec *r, const char *stage,
