@@ -146,7 +146,8 @@ AURA_DECLARE(int) aura_auth_apikey(request_rec *r, int allow_query)
                       "the API key is not valid");
     }
     if (rv != APR_SUCCESS) {
-        apr_table_setn(r->err_headers_out, "Retry-After", "1");
+        apr_table_setn(r->err_headers_out, "Retry-After",
+                       aura_db_retry_after(r));
         return refuse(r, HTTP_SERVICE_UNAVAILABLE, "store-unavailable",
                       "the key store is unavailable");
     }
@@ -294,7 +295,8 @@ AURA_DECLARE(int) aura_auth_console(request_rec *r)
                       "not a member of the organization concerned");
     }
     if (rv != APR_SUCCESS) {
-        apr_table_setn(r->err_headers_out, "Retry-After", "1");
+        apr_table_setn(r->err_headers_out, "Retry-After",
+                       aura_db_retry_after(r));
         return refuse(r, HTTP_SERVICE_UNAVAILABLE, "store-unavailable",
                       "membership cannot be checked right now");
     }

@@ -10,8 +10,16 @@
  * never gets a verdict (the client went away, the handler gave up for a
  * reason that says nothing about the service) is handed back by a
  * cleanup of the request pool: a half-open breaker's probe is never
- * lost.  State changes are logged by the one request whose
- * compare-and-swap made them, so once across all children.
+ * lost while its process lives.  A probe lost with its process (a child
+ * killed or crashed mid-request) is found by the next request that finds
+ * half-open full: each probe records its holder (pid, deadline) beside
+ * the breaker word, and a holder that is dead (kill(pid, 0): ESRCH) or
+ * past the route's budget plus PROBE_MARGIN_MS loses its probe to that
+ * request (aura_breaker_fsm.h).  A verdict counts only in the period of
+ * the breaker it was admitted in: late answers of requests admitted
+ * before the last transition are no evidence about the new period.
+ * State changes are logged by the one request whose compare-and-swap
+ * made them, so once across all children.
  *
  * Dedicated PostgREST targets do not share a failure domain: each has a
  * breaker of its own (settings: AuraBreaker postgrest ...), in a table
@@ -33,7 +41,15 @@
 
 #include <jansson.h>
 
+#include <errno.h>
+#include <signal.h>
+#include <unistd.h>
+
 #define NS_PER_MS APR_UINT64_C(1000000)
+/* A probe held this long past its route's budget is stale: the verdict
+ * of a request that spent its budget comes within milliseconds of it,
+ * and the HTTP path's budget is an I/O timeout, not a total. */
+#define PROBE_MARGIN_MS 2000
 /* Slots a target's hash may use, from its home slot on. */
 #define PROBE_RUN 16
 #define SWEEP_WATCHDOG "aura-target-sweep"
@@ -46,15 +62,21 @@ static apr_interval_time_t sweep_interval;
 struct aura_breaker_hold_t {
     request_rec *r;
     volatile apr_uint64_t *word;
+    volatile apr_uint64_t *holders;     /* its probe holder records */
     const aura_breaker_conf_t *conf;
     const char *what;           /* "service X" or "target Y", for logs */
-    aura_breaker_ticket_e ticket;
+    aura_breaker_grant_t grant; /* the ticket, its period and record */
     int done;
 };
 
 static volatile apr_uint64_t *service_word(int service)
 {
     return aura_shm_breaker(1 + service);   /* 0 is Redis's */
+}
+
+static volatile apr_uint64_t *service_holders(int service)
+{
+    return aura_shm_breaker_holders(1 + service);
 }
 
 static apr_status_t conf_for(const apr_array_header_t *set, int svc,
@@ -171,29 +193,72 @@ static apr_status_t hold_cleanup(void *data)
 
     if (!h->done) {
         h->done = 1;
-        aura_breaker_release(h->word, h->ticket);
+        aura_breaker_release_held(h->word, h->holders, &h->grant);
     }
     return APR_SUCCESS;
 }
 
+/* aura_breaker_alive_fn: only "no such process" is dead.  EPERM (a pid
+ * reused by another user's process) is alive: the holder's deadline
+ * then decides.  A child killed but not yet reaped by the parent
+ * (httpd's main loop waits for its children every second) is a zombie
+ * and still "alive" until then. */
+static int process_alive(apr_uint32_t pid, void *baton)
+{
+    (void)baton;
+    return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
+}
+
+/* This process, whose probes may be held for budget and a margin. */
+void aura_breaker_who(aura_breaker_who_t *who, apr_interval_time_t budget)
+{
+    apr_int64_t ms = apr_time_as_msec(budget) + PROBE_MARGIN_MS;
+
+    who->pid = (apr_uint32_t)getpid();
+    who->hold_ms = ms > 0x7fffffff ? 0x7fffffffU
+                 : ms < PROBE_MARGIN_MS ? PROBE_MARGIN_MS : (apr_uint32_t)ms;
+    who->alive = process_alive;
+    who->baton = NULL;
+}
+
+static void log_took_over(aura_breaker_hold_t *h, apr_uint32_t now)
+{
+    aura_count(AURA_CTR_BREAKER_PROBE_RECOVERED);
+    ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, h->r, AURA_LOGNO(01000)
+                  "breaker of %s: the probe held by process %u was lost "
+                  "(the process is gone, or the probe outlived its "
+                  "budget); this request is the probe now (half-open "
+                  "for %u ms)", h->what, h->grant.lost_pid,
+                  now - h->grant.period);
+}
+
 /* The ticket of word for r: OK with *out, or 503 breaker-open. */
 static int enter(request_rec *r, volatile apr_uint64_t *word,
+                 volatile apr_uint64_t *holders,
                  const aura_breaker_conf_t *conf, const char *what,
                  aura_breaker_hold_t **out)
 {
-    aura_breaker_change_e change = AURA_BRK_SAME;
-    apr_uint32_t retry_ms = 0;
     aura_breaker_hold_t *h = apr_pcalloc(r->pool, sizeof(*h));
+    aura_breaker_who_t who;
+    apr_uint32_t now = now_ms(), retry_ms;
 
     h->r = r;
     h->word = word;
+    h->holders = holders;
     h->conf = conf;
     h->what = what;
-    h->ticket = aura_breaker_acquire(word, conf, now_ms(), &change,
-                                     &retry_ms);
-    log_change(h, change);
-    if (h->ticket == AURA_BRK_DENY) {
+    aura_breaker_who(&who, aura_route_timeout(aura_dir_conf(r)));
+    aura_breaker_acquire_held(word, holders, conf, now, &who, &h->grant);
+    log_change(h, h->grant.change);
+    if (h->grant.took_over) {
+        log_took_over(h, now);
+    }
+    if (h->grant.ticket == AURA_BRK_DENY) {
+        retry_ms = h->grant.retry_after_ms;
         aura_count(AURA_CTR_BREAKER_REJECTED);
+        /* The real time left, in whole seconds rounded up (RFC 9110
+         * has no fractions): the cooldown left when open, a second when
+         * half-open with its probes out. */
         apr_table_setn(r->err_headers_out, "Retry-After",
                        apr_psprintf(r->pool, "%u",
                                     retry_ms ? (retry_ms + 999) / 1000 : 1));
@@ -217,7 +282,7 @@ int aura_breaker_enter(request_rec *r, int service, aura_breaker_hold_t **out)
         || !(word = service_word(service))) {
         return OK;
     }
-    return enter(r, word, &confs[service],
+    return enter(r, word, service_holders(service), &confs[service],
                  apr_pstrcat(r->pool, "service ", aura_service_names[service],
                              NULL), out);
 }
@@ -264,7 +329,13 @@ static aura_target_slot_t *target_slot(request_rec *r, const char *target)
 
         if (!apr_atomic_read64(&e->key)
             && apr_atomic_cas64(&e->key, key, 0) == 0) {
+            int j;
+
+            /* A new target: no period, no holder of the last one. */
             apr_atomic_set64(&e->word, 0);
+            for (j = 0; j < AURA_BRK_HOLDERS; j++) {
+                apr_atomic_set64(&e->holders[j], 0);
+            }
             apr_atomic_set64(&e->used, now);
             apr_cpystrn(e->name, target, sizeof(e->name));
             return e;
@@ -312,7 +383,7 @@ int aura_breaker_enter_target(request_rec *r, const char *target,
     if (!e) {
         return OK;
     }
-    return enter(r, &e->word, &confs[AURA_SVC_COUNT],
+    return enter(r, &e->word, e->holders, &confs[AURA_SVC_COUNT],
                  apr_pstrcat(r->pool, "target ", target, NULL), out);
 }
 
@@ -360,9 +431,8 @@ void aura_breaker_verdict(aura_breaker_hold_t *h, int success)
         return;
     }
     h->done = 1;
-    change = success
-             ? aura_breaker_success(h->word, h->conf, h->ticket, now_ms())
-             : aura_breaker_failure(h->word, h->conf, h->ticket, now_ms());
+    change = aura_breaker_verdict_held(h->word, h->holders, h->conf,
+                                       &h->grant, success, now_ms());
     log_change(h, change);
 }
 
@@ -375,14 +445,33 @@ int aura_breaker_status_ok(int status)
            && status != HTTP_GATEWAY_TIME_OUT;
 }
 
-static json_t *state_json(apr_uint64_t word)
+/* A breaker for /health: its state and failures; when half-open, the
+ * probes out and the processes recorded as holding them. */
+static json_t *state_json(volatile apr_uint64_t *w,
+                          volatile apr_uint64_t *holders)
 {
     static const char *const states[] = { "closed", "open", "half-open" };
-    apr_uint32_t failures = 0, in_flight = 0;
+    apr_uint64_t word = apr_atomic_read64(w);
+    apr_uint32_t failures = 0, in_flight = 0, pid;
     aura_breaker_state_e st = aura_breaker_state(word, &failures, &in_flight);
+    json_t *o = json_pack("{s:s,s:i}", "state", states[st], "failures",
+                          (int)failures);
+    json_t *pids;
+    int i;
 
-    return json_pack("{s:s,s:i}", "state", states[st], "failures",
-                     (int)failures);
+    if (!o || st != AURA_BRK_HALF_OPEN) {
+        return o;
+    }
+    pids = json_array();
+    for (i = 0; holders && i < AURA_BRK_HOLDERS; i++) {
+        if (aura_breaker_holder(apr_atomic_read64(&holders[i]),
+                                aura_breaker_since(word), &pid, NULL)) {
+            json_array_append_new(pids, json_integer(pid));
+        }
+    }
+    json_object_set_new(o, "probes", json_integer(in_flight));
+    json_object_set_new(o, "probe_holders", pids);
+    return o;
 }
 
 /* For /health with AuraHealthDetail: each service's breaker state, and
@@ -392,21 +481,28 @@ void aura_breaker_describe(json_t *obj)
     apr_uint64_t n, i;
     aura_target_slot_t *t = aura_shm_targets(&n);
     json_t *targets = json_object();
+    volatile apr_uint64_t *word;
     int svc;
 
     for (svc = 0; svc < AURA_SVC_COUNT; svc++) {
-        volatile apr_uint64_t *word = service_word(svc);
-
+        word = service_word(svc);
         if (word) {
             json_object_set_new(obj, aura_service_names[svc],
-                                state_json(apr_atomic_read64(word)));
+                                state_json(word, service_holders(svc)));
         }
     }
     for (i = 0; t && i < n; i++) {
         if (apr_atomic_read64(&t[i].key)) {
             json_object_set_new(targets, t[i].name,
-                                state_json(apr_atomic_read64(&t[i].word)));
+                                state_json(&t[i].word, t[i].holders));
         }
     }
     json_object_set_new(obj, "targets", targets);
+    /* The key store's (aura_db.c): not a service, the same word. */
+    if (aura_db_configured()
+        && (word = aura_shm_breaker(AURA_BREAKER_STORE))) {
+        json_object_set_new(obj, "store",
+                            state_json(word, aura_shm_breaker_holders(
+                                           AURA_BREAKER_STORE)));
+    }
 }

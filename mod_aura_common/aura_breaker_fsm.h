@@ -36,9 +36,20 @@
  *                    only, else 0); hence probes <= 255
  *  failures 22 bits  consecutive failures, saturating at
  *                    AURA_BRK_MAX_FAILURES; hence the threshold bound
- *  since_ms 32 bits  the caller's clock modulo 2^32: open: when it opened;
- *                    half-open: when the last probe was handed out;
- *                    closed: when it closed (0 if it never opened)
+ *  since_ms 32 bits  the caller's clock modulo 2^32 at the last
+ *                    transition: open: when it opened; half-open: when
+ *                    it went half-open (or the probe-timeout started a
+ *                    new round); closed: when it closed (0 if it never
+ *                    opened)
+ *
+ * (state, since_ms) names a period of the breaker: two periods in the
+ * same state are at least a cooldown apart, so their since_ms differ
+ * (modulo 2^32 ms, ~49.7 days, far beyond any request).  A ticket
+ * remembers the period it was granted in, and the period-aware verdicts
+ * (aura_breaker_verdict_held()) count only in that period: a request
+ * that began before the last transition is no evidence about the new
+ * period (issue #16: late 504s of requests admitted before the breaker
+ * opened used to push the breaker that had closed again toward opening).
  *
  * The word must be 8-byte aligned (apr_atomic_cas64 on a shared segment).
  */
@@ -103,8 +114,9 @@ apr_status_t aura_breaker_conf_init(aura_breaker_conf_t *c,
  * @param change set to the transition this call made, or AURA_BRK_SAME
  *        (may be NULL)
  * @param retry_after_ms on DENY, ms until asking again may succeed: the
- *        cooldown left when open, the cooldown when half-open and full;
- *        0 otherwise (may be NULL)
+ *        cooldown left when open; when half-open and full, 1000 (or the
+ *        cooldown if shorter): a probe's verdict may come at any moment,
+ *        and no time says when; 0 otherwise (may be NULL)
  * @return PASS when closed (no write to the word); PROBE when half-open
  *         with fewer than c->probes probes in flight, or when open with
  *         the cooldown over and this caller's CAS moved it to half-open
@@ -125,7 +137,9 @@ aura_breaker_ticket_e aura_breaker_acquire(volatile apr_uint64_t *word,
                                            apr_uint32_t *retry_after_ms);
 
 /**
- * The upstream answered well.
+ * The upstream answered well (period-blind: the Redis breaker's verdict
+ * follows its acquire within one short call; requests use
+ * aura_breaker_verdict_held()).
  * @param word the shared word
  * @param c the configuration
  * @param t the ticket acquire() returned for this request
@@ -180,5 +194,121 @@ aura_breaker_state_e aura_breaker_state(apr_uint64_t word,
  * "open for N s" in health output.  Modulo 2^32, like now_ms.
  */
 apr_uint32_t aura_breaker_since(apr_uint64_t word);
+
+/* ---- tickets that know their period and their holder ----------------
+ *
+ * A probe lost with its process (SIGKILL, a crash) never gets a verdict:
+ * half-open stays full and, without a record of who holds it, only the
+ * probe-timeout could tell.  So each breaker has AURA_BRK_HOLDERS holder
+ * records beside its word, one 64-bit word each:
+ *
+ *   63                 32 31                    10 9          0
+ *  +---------------------+------------------------+------------+
+ *  |     deadline_ms     |          pid           | period tag |
+ *  +---------------------+------------------------+------------+
+ *
+ *  deadline_ms 32 bits  the caller's clock when the probe is stale
+ *                       (granted + the route's budget + a margin)
+ *  pid         22 bits  the holding process (Linux pids are < 2^22;
+ *                       a larger pid is not recorded)
+ *  tag         10 bits  the low bits of the half-open period's since_ms
+ *
+ * 0 is a free record (a pid is never 0).  A probe claims a free record,
+ * or one of another period, by CAS right after it got its PROBE.  A
+ * request that finds half-open full looks at the records of the current
+ * period: a holder that is dead (the caller's alive() says so), or past
+ * its deadline, loses its probe to that request by CAS on the record;
+ * the in-flight count is unchanged (the probe changes hands).  Every
+ * verdict or release of a recorded probe first clears its record by CAS
+ * from its own value: if that fails, the probe was taken over and the
+ * ticket gives no verdict and returns nothing.  So each probe has
+ * exactly one owner.  A probe that got no record (more than
+ * AURA_BRK_HOLDERS at once, a pid too large, or its process died between
+ * the two CASes) is recovered by the probe-timeout only.
+ *
+ * The records must be 8-byte aligned, like the word.
+ */
+#define AURA_BRK_HOLDERS 4
+
+/** Is the process pid alive?  0: certainly dead (e.g. kill(pid, 0)
+ *  failed with ESRCH); anything else: alive or unknown. */
+typedef int aura_breaker_alive_fn(apr_uint32_t pid, void *baton);
+
+/** Who asks, for how long, and how to tell a dead holder. */
+typedef struct {
+    apr_uint32_t pid;           /**< the caller's process */
+    apr_uint32_t hold_ms;       /**< a probe is stale after this long */
+    aura_breaker_alive_fn *alive;   /**< NULL: never take over the living */
+    void *baton;                /**< passed to alive() */
+} aura_breaker_who_t;
+
+/** A ticket: what aura_breaker_acquire_held() granted. */
+typedef struct {
+    aura_breaker_ticket_e ticket;
+    aura_breaker_change_e change;   /**< the transition it made */
+    apr_uint32_t period;        /**< since_ms of the period granted in */
+    apr_uint32_t retry_after_ms;    /**< on DENY, as aura_breaker_acquire */
+    int holder;                 /**< its holder record, -1: none */
+    apr_uint64_t mine;          /**< the record's value while it holds */
+    int took_over;              /**< it took a dead or stale holder's probe */
+    apr_uint32_t lost_pid;      /**< then: that holder's pid */
+} aura_breaker_grant_t;
+
+/**
+ * aura_breaker_acquire(), plus the period, the holder record, and the
+ * recovery of a probe lost with its holder.
+ * @param word the shared word
+ * @param holders its AURA_BRK_HOLDERS records (NULL: none)
+ * @param c the configuration
+ * @param now_ms the caller's clock, ms
+ * @param who the caller; who->alive is called without any lock, at most
+ *        AURA_BRK_HOLDERS times, only when half-open is full
+ * @param g filled: ticket, change, period, retry_after_ms, holder...
+ * @return g->ticket: PASS and PROBE as aura_breaker_acquire(); also
+ *         PROBE when half-open was full but a probe of this period was
+ *         held by a dead process or past its deadline (g->took_over)
+ */
+aura_breaker_ticket_e aura_breaker_acquire_held(volatile apr_uint64_t *word,
+                                                volatile apr_uint64_t *holders,
+                                                const aura_breaker_conf_t *c,
+                                                apr_uint32_t now_ms,
+                                                const aura_breaker_who_t *who,
+                                                aura_breaker_grant_t *g);
+
+/**
+ * The verdict of a granted ticket, counted only in the period it was
+ * granted in: a failure or a success of a request that began before the
+ * breaker's last transition changes nothing (a success of an older
+ * period is dropped too: it says the service worked then, not now; the
+ * new period's own requests and probes decide).  A probe that was taken
+ * over gives no verdict.
+ * @param ok nonzero: success; 0: failure
+ * @return the transition made (to be logged), or AURA_BRK_SAME
+ */
+aura_breaker_change_e aura_breaker_verdict_held(volatile apr_uint64_t *word,
+                                                volatile apr_uint64_t *holders,
+                                                const aura_breaker_conf_t *c,
+                                                const aura_breaker_grant_t *g,
+                                                int ok, apr_uint32_t now_ms);
+
+/**
+ * Give back a granted ticket without a verdict (see
+ * aura_breaker_release()): in-flight -1 only if its period is still the
+ * current one and it was not taken over.
+ */
+void aura_breaker_release_held(volatile apr_uint64_t *word,
+                               volatile apr_uint64_t *holders,
+                               const aura_breaker_grant_t *g);
+
+/**
+ * Read-only view of a holder record.
+ * @param rec a value read from a record
+ * @param period the word's since_ms: only records of that period count
+ * @param pid set to the holder's pid (may be NULL)
+ * @param deadline_ms set to its deadline (may be NULL)
+ * @return 1 when rec holds a probe of that period, else 0
+ */
+int aura_breaker_holder(apr_uint64_t rec, apr_uint32_t period,
+                        apr_uint32_t *pid, apr_uint32_t *deadline_ms);
 
 #endif /* AURA_BREAKER_FSM_H */

@@ -57,6 +57,7 @@ void *aura_create_server_conf(apr_pool_t *p, server_rec *s)
     c->db_pool_max = AURA_UNSET;
     c->db_timeout = AURA_UNSET;
     c->key_cache_ttl = AURA_UNSET;
+    c->key_cache_stale = AURA_UNSET;
     c->key_invalidation_subject = NULL;
     c->key_cache_size = AURA_UNSET;
     c->jwt_sources = NULL;
@@ -87,6 +88,7 @@ void *aura_create_server_conf(apr_pool_t *p, server_rec *s)
     c->target_entries = AURA_UNSET;
     c->metrics_token = NULL;
     c->jwt_aud_any = AURA_UNSET;
+    c->plane_max_in_flight = AURA_UNSET;
     return c;
 }
 
@@ -113,6 +115,8 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     c->db_pool_max = merge_int(base->db_pool_max, add->db_pool_max);
     c->db_timeout = merge_time(base->db_timeout, add->db_timeout);
     c->key_cache_ttl = merge_time(base->key_cache_ttl, add->key_cache_ttl);
+    c->key_cache_stale = merge_time(base->key_cache_stale,
+                                    add->key_cache_stale);
     c->key_invalidation_subject = merge_ptr(base->key_invalidation_subject,
                                             add->key_invalidation_subject);
     c->key_cache_size = merge_int(base->key_cache_size, add->key_cache_size);
@@ -157,6 +161,8 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     c->target_entries = merge_int(base->target_entries, add->target_entries);
     c->metrics_token = merge_ptr(base->metrics_token, add->metrics_token);
     c->jwt_aud_any = merge_int(base->jwt_aud_any, add->jwt_aud_any);
+    c->plane_max_in_flight = merge_int(base->plane_max_in_flight,
+                                       add->plane_max_in_flight);
     return c;
 }
 
@@ -188,6 +194,7 @@ void *aura_create_dir_conf(apr_pool_t *p, char *dir)
     d->token_project_claim = NULL;
     d->stream_ack_prefix = NULL;
     d->abandon_check = AURA_UNSET;
+    d->max_in_flight = AURA_UNSET;
     return d;
 }
 
@@ -249,6 +256,7 @@ void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     d->stream_ack_prefix = merge_ptr(base->stream_ack_prefix,
                                      add->stream_ack_prefix);
     d->abandon_check = merge_int(base->abandon_check, add->abandon_check);
+    d->max_in_flight = merge_int(base->max_in_flight, add->max_in_flight);
     return d;
 }
 
@@ -1060,6 +1068,11 @@ const command_rec aura_cmds[] = {
                   (void *)APR_OFFSETOF(aura_server_conf_t, key_cache_ttl),
                   RSRC_CONF,
                   "How long a child trusts a cached key lookup (0: never)"),
+    AP_INIT_TAKE1("AuraKeyCacheStaleMax", set_global_time,
+                  (void *)APR_OFFSETOF(aura_server_conf_t, key_cache_stale),
+                  RSRC_CONF,
+                  "How long past its TTL a cached key lookup is still used "
+                  "while the key store is unavailable (0: never)"),
     AP_INIT_TAKE1("AuraKeyCacheSize", set_key_cache_size, NULL, RSRC_CONF,
                   "Cached key lookups per child process (a power of two)"),
     AP_INIT_TAKE12("AuraJWTKeyFile", set_jwt_key_file, NULL, RSRC_CONF,
@@ -1218,7 +1231,7 @@ const command_rec aura_cmds[] = {
                   (void *)APR_OFFSETOF(aura_server_conf_t, target_entries),
                   RSRC_CONF,
                   "Dedicated PostgREST targets the shared breaker table "
-                  "tracks at once (128 bytes each)"),
+                  "tracks at once (160 bytes each)"),
     AP_INIT_TAKE1("AuraTargetSweepInterval", aura_set_target_sweep, NULL,
                   RSRC_CONF,
                   "How long a dedicated PostgREST target may stay unused "
@@ -1227,6 +1240,16 @@ const command_rec aura_cmds[] = {
                   RSRC_CONF | ACCESS_CONF,
                   "Times a request is sent again when no service instance "
                   "listens, within the route's budget"),
+    AP_INIT_TAKE1("AuraServiceMaxInFlight", aura_set_max_in_flight, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "Requests the instance may have in flight at once to the "
+                  "Location's service: a number, a percentage of the "
+                  "workers, auto or off"),
+    AP_INIT_TAKE1("AuraPlaneMaxInFlight", aura_set_plane_max_in_flight, NULL,
+                  RSRC_CONF,
+                  "Upstream requests the instance may have in flight at "
+                  "once from the VirtualHost's plane: a number, a "
+                  "percentage of the workers, auto or off"),
     {NULL}
 };
 

@@ -11,7 +11,9 @@
  * A project's topology comes from Postgres and is cached per child for
  * TOPOLOGY_TTL: moving a project to a dedicated PostgREST takes effect
  * within that, without a restart.  A lookup that fails is not cached
- * and the request gets 503 store-unavailable: the router never guesses.
+ * and the request gets 503 store-unavailable: the router never guesses;
+ * it may use the store's last answer, up to AuraKeyCacheStaleMax past
+ * TOPOLOGY_TTL, like the key cache (issue #16).
  */
 #include "aura_private.h"
 #include "aura_dbroute.h"
@@ -62,8 +64,10 @@ static topology_slot_t *slot_of(const char *project)
     return &slots[h % TOPOLOGY_SLOTS];
 }
 
+/* grace: how long past its expiry an entry still counts (0, or
+ * AuraKeyCacheStaleMax while the store is unavailable). */
 static int cache_get(const char *project, apr_time_t now,
-                     topology_slot_t *out)
+                     apr_interval_time_t grace, topology_slot_t *out)
 {
     topology_slot_t *e;
     int hit = 0;
@@ -73,7 +77,8 @@ static int cache_get(const char *project, apr_time_t now,
     }
     e = slot_of(project);
     apr_thread_mutex_lock(slots_lock);
-    if (e->expires > now && !strcmp(e->project, project)) {
+    if (e->expires && e->expires + grace > now
+        && !strcmp(e->project, project)) {
         *out = *e;
         hit = 1;
     }
@@ -116,12 +121,15 @@ static apr_status_t lookup(request_rec *r, const char *project,
         memset(t, 0, sizeof(*t));
         return APR_SUCCESS;         /* no such project */
     }
-    if (cache_get(project, now, t)) {
+    if (cache_get(project, now, 0, t)) {
         return APR_SUCCESS;
     }
     rv = aura_db_query(r, AURA_DB_PROJECT_TOPOLOGY, params, &res);
     if (rv != APR_SUCCESS) {
-        return rv;
+        /* The store cannot answer: the last answer it gave, within
+         * the key cache's bound, as for the key that got us here. */
+        return cache_get(project, apr_time_now(), aura_keystore_stale_max(),
+                         t) ? APR_SUCCESS : rv;
     }
     memset(t, 0, sizeof(*t));
     apr_cpystrn(t->project, project, sizeof(t->project));
@@ -168,7 +176,8 @@ int aura_db_route(request_rec *r)
     if (rq->project) {
         rv = lookup(r, rq->project, &t);
         if (rv != APR_SUCCESS) {
-            apr_table_setn(r->err_headers_out, "Retry-After", "1");
+            apr_table_setn(r->err_headers_out, "Retry-After",
+                           aura_db_retry_after(r));
             aura_problem_note(r, "store-unavailable", "the project's "
                               "database cannot be looked up right now");
             return HTTP_SERVICE_UNAVAILABLE;

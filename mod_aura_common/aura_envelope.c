@@ -216,6 +216,46 @@ int aura_envelope_parse_status(const char *value)
     return (status >= 200 && status <= 599) ? status : 0;
 }
 
+/* RFC 9110 5.1 and 5.5: a field name is a token; a value holds no
+ * control character but HTAB.  nats.c checks neither when it parses a
+ * reply: a header line without a colon runs on into the next one, so a
+ * key can come out as "X\r\nX-Request-Id" (fuzz/fuzz_envelope.c, issue
+ * #15).  Copied into the response, such a field would add a header the
+ * gateway owns or split the response; refused, the reply is a 502.  On
+ * the way out the same rule keeps a field another module made up from
+ * ending a NATS header line early (CR, LF) or adding one. */
+static const unsigned char tchar[256] = {
+    ['0' ... '9'] = 1, ['A' ... 'Z'] = 1, ['a' ... 'z'] = 1,
+    ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1,
+    ['*'] = 1, ['+'] = 1, ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1,
+    ['`'] = 1, ['|'] = 1, ['~'] = 1
+};
+
+static int field_name_ok(const char *s)
+{
+    if (!*s) {
+        return 0;
+    }
+    for (; *s; s++) {
+        if (!tchar[(unsigned char)*s]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int field_value_ok(const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+
+        if ((c < 0x20 && c != '\t') || c == 0x7f) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static char *lower_dup(apr_pool_t *p, const char *s)
 {
     char *l = apr_pstrdup(p, s);
@@ -236,6 +276,32 @@ static natsStatus set_if(natsMsg *m, const char *key, const char *value)
     return value && *value ? natsMsgHeader_Set(m, key, value) : NATS_OK;
 }
 
+/* nats.c 3.4.1 finds a header key by a hash that skips some bytes and
+ * a comparison over the length of the key looked up: a key that is a
+ * prefix of one already there, with the same hash, is taken for it.
+ * natsMsgHeader_Add("trace") then adds to the gateway's "traceparent"
+ * (fuzz/fuzz_envelope.c, issue #15).  So a client header goes in only
+ * under a key nats.c does not find, or finds because this loop added
+ * that very key before (a repeated header stays repeated values: Add,
+ * not Set).  A name that collides is dropped. */
+static natsStatus add_client_header(apr_pool_t *p, natsMsg *m,
+                                    apr_table_t **sent, const char *key,
+                                    const char *value)
+{
+    const char *found = NULL;
+
+    if (natsMsgHeader_Get(m, key, &found) == NATS_OK
+        && !(*sent && apr_table_get(*sent, key)
+             && !strcmp(apr_table_get(*sent, key), key))) {
+        return NATS_OK;
+    }
+    if (!*sent) {
+        *sent = apr_table_make(p, 8);
+    }
+    apr_table_setn(*sent, key, key);
+    return natsMsgHeader_Add(m, key, value);
+}
+
 natsStatus aura_envelope_encode(apr_pool_t *p, const char *subject,
                                 const aura_envelope_req_t *in,
                                 natsMsg **out)
@@ -243,6 +309,7 @@ natsStatus aura_envelope_encode(apr_pool_t *p, const char *subject,
     const apr_array_header_t *arr;
     const apr_table_entry_t *e;
     const char *connection;
+    apr_table_t *sent = NULL;
     natsMsg *m = NULL;
     natsStatus s;
     int i;
@@ -284,15 +351,16 @@ natsStatus aura_envelope_encode(apr_pool_t *p, const char *subject,
     arr = in->headers ? apr_table_elts(in->headers) : NULL;
     e = arr ? (const apr_table_entry_t *)arr->elts : NULL;
     for (i = 0; s == NATS_OK && arr && i < arr->nelts; i++) {
-        /* CR or LF would end the NATS header line early: httpd's parser
-         * never lets one through, another module might. */
+        /* A name that is not a token, or a value with a control
+         * character (CR or LF would end the NATS header line early):
+         * httpd's parser never lets one through, another module might. */
         if (!e[i].key || !e[i].val || !*e[i].val
-            || strpbrk(e[i].val, "\r\n")
+            || !field_name_ok(e[i].key) || !field_value_ok(e[i].val)
             || !aura_envelope_request_header_ok(e[i].key, connection)) {
             continue;
         }
-        /* Add, not Set: a repeated header stays repeated values. */
-        s = natsMsgHeader_Add(m, lower_dup(p, e[i].key), e[i].val);
+        s = add_client_header(p, m, &sent, lower_dup(p, e[i].key),
+                              e[i].val);
     }
     if (s != NATS_OK) {
         natsMsg_Destroy(m);
@@ -311,9 +379,20 @@ static apr_status_t copy_reply_header(natsMsg *reply,
     const char **values = NULL;
     int count = 0, j;
 
+    if (!field_name_ok(key)) {
+        *err = "reply header name is not an HTTP token";
+        return APR_EINVAL;
+    }
     if (natsMsgHeader_Values(reply, key, &values, &count) != NATS_OK) {
         *err = "unreadable reply header";
         return APR_EINVAL;
+    }
+    for (j = 0; j < count; j++) {
+        if (!field_value_ok(values[j])) {
+            free((void *)values);
+            *err = "reply header value holds a control character";
+            return APR_EINVAL;
+        }
     }
     if (!strcasecmp(key, AURA_HDR_STATUS)) {
         /* Keys are case-sensitive in nats.c: "Aura-Status" and

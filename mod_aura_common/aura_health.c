@@ -61,6 +61,7 @@ static json_t *describe(request_rec *r, int connected)
         shm = json_object();
         aura_breaker_describe(shm);
         json_object_set_new(o, "breakers", shm);
+        aura_cap_describe(o);
     }
     return o;
 }

@@ -41,6 +41,7 @@
 #include "mod_proxy.h"
 
 #define HOLD_KEY "aura-http-breaker-hold"
+#define SLOT_KEY "aura-http-cap-slot"
 
 static int is_ours(request_rec *r)
 {
@@ -216,11 +217,14 @@ static int proxy_fixups(request_rec *r)
 }
 
 /* Right before mod_proxy contacts the upstream: the /v1/db router's
- * decision (it may make this a proxy request), identity, breaker. */
+ * decision (it may make this a proxy request), identity, breaker, and a
+ * slot of the service and plane caps (aura_bulkhead.c), given back by
+ * request_status() once mod_proxy is done, or with r->pool. */
 int aura_http_fixups(request_rec *r)
 {
     aura_breaker_hold_t *hold = NULL;
     const aura_dir_conf_t *d;
+    aura_cap_hold_t *slot = NULL;
     const char *target;
     int rc;
 
@@ -252,6 +256,13 @@ int aura_http_fixups(request_rec *r)
         return rc;
     }
     apr_pool_userdata_setn(hold, HOLD_KEY, NULL, r->pool);
+    /* A dedicated target counts against the db service's cap: the
+     * targets share its slots (docs/resilience.md). */
+    rc = aura_cap_enter(r, d->service, &slot);
+    if (rc != OK) {
+        return rc;
+    }
+    apr_pool_userdata_setn(slot, SLOT_KEY, NULL, r->pool);
     return DECLINED;
 }
 
@@ -264,11 +275,15 @@ int aura_http_fixups(request_rec *r)
 static int request_status(int *status, request_rec *r)
 {
     aura_breaker_hold_t *hold = NULL;
+    aura_cap_hold_t *slot = NULL;
 
     if (!is_ours(r)) {
         return DECLINED;
     }
     apr_pool_userdata_get((void **)&hold, HOLD_KEY, r->pool);
+    /* mod_proxy is done with the upstream (and with this worker). */
+    apr_pool_userdata_get((void **)&slot, SLOT_KEY, r->pool);
+    aura_cap_leave(slot);
     switch (*status) {
     case OK:
         aura_breaker_verdict(hold, aura_breaker_status_ok(r->status));

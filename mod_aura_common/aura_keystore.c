@@ -17,12 +17,22 @@
  * that time on every child (the NATS invalidation broadcast, later, makes
  * it immediate).  A thread mutex guards the array: O(1) copies inside,
  * no I/O.
+ *
+ * While the store cannot answer (no answer within AuraDBTimeout, its
+ * breaker open, a failed connect, an error of Postgres: anything but an
+ * answer), an entry past its TTL is still used for up to
+ * AuraKeyCacheStaleMax more (issue #16): clients with cached keys keep
+ * working through an outage longer than the TTL, a key never seen gets
+ * 503.  An answer of the store always wins: a key found revoked is
+ * refused at once.  The invalidation broadcast empties the slots of its
+ * project (expires = 0), so a rotated key is never served stale.
  */
 #include "aura_private.h"
 #include "aura_apikey.h"
 #include "aura_siphash.h"
 #include "aura_identity.h"
 
+#include "apr_atomic.h"
 #include "apr_thread_mutex.h"
 #include "apr_strings.h"
 #include "util_filter.h"
@@ -53,6 +63,7 @@ static key_slot_t *slots;
 static apr_uint32_t slot_mask;
 static apr_thread_mutex_t *slots_mutex;
 static apr_interval_time_t cache_ttl;
+static apr_interval_time_t cache_stale;
 static unsigned char tag_keys[2][AURA_SIPHASH_KEY_LEN];
 
 void aura_keystore_child_init(apr_pool_t *pchild, server_rec *s)
@@ -63,6 +74,8 @@ void aura_keystore_child_init(apr_pool_t *pchild, server_rec *s)
 
     cache_ttl = c->key_cache_ttl != AURA_UNSET ? c->key_cache_ttl
                                                : AURA_DEFAULT_KEY_CACHE_TTL;
+    cache_stale = c->key_cache_stale != AURA_UNSET
+                  ? c->key_cache_stale : AURA_DEFAULT_KEY_CACHE_STALE;
     slots = apr_pcalloc(pchild, sizeof(*slots) * (apr_size_t)n);
     slot_mask = (apr_uint32_t)n - 1;
     /* Without secret tag keys the cache is off (slots NULL): a guessable
@@ -126,9 +139,11 @@ static const char *bad_field(PGresult *res)
     return NULL;
 }
 
-/* Cache hit: copy the identity out under the lock. */
+/* Cache hit: copy the identity out under the lock.  grace: how long
+ * past its expiry an entry still counts (0, or AuraKeyCacheStaleMax
+ * while the store is unavailable). */
 static int cache_get(const apr_uint64_t tag[2], apr_time_t now,
-                     key_slot_t *out)
+                     apr_interval_time_t grace, key_slot_t *out)
 {
     key_slot_t *s;
     int hit = 0;
@@ -138,7 +153,8 @@ static int cache_get(const apr_uint64_t tag[2], apr_time_t now,
     }
     apr_thread_mutex_lock(slots_mutex);
     s = slot_of(tag);
-    if (s->expires > now && s->tag[0] == tag[0] && s->tag[1] == tag[1]) {
+    if (s->expires && s->expires + grace > now
+        && s->tag[0] == tag[0] && s->tag[1] == tag[1]) {
         *out = *s;
         hit = 1;
     }
@@ -197,6 +213,40 @@ static apr_status_t lookup_db(request_rec *r, const char *hash,
     return APR_SUCCESS;
 }
 
+apr_interval_time_t aura_keystore_stale_max(void)
+{
+    return cache_stale;
+}
+
+/* Second of the last "serving stale" line of this child. */
+static volatile apr_uint32_t last_stale_logged;
+#define STALE_LOG_INTERVAL 60
+
+/* The store failed with rv: the expired entry of tag, if it is no more
+ * than AuraKeyCacheStaleMax past its TTL.  Logged once a minute per
+ * child, so an operator sees that answers rest on old entries. */
+static int stale_get(request_rec *r, const apr_uint64_t tag[2],
+                     apr_time_t now, apr_status_t rv, key_slot_t *out)
+{
+    apr_uint32_t sec = (apr_uint32_t)apr_time_sec(now);
+    apr_uint32_t last;
+
+    if (cache_stale == 0 || !cache_get(tag, now, cache_stale, out)) {
+        return 0;
+    }
+    last = apr_atomic_read32(&last_stale_logged);
+    if ((last == 0 || sec - last >= STALE_LOG_INTERVAL)
+        && apr_atomic_cas32(&last_stale_logged, sec, last) == last) {
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, rv, r, AURA_LOGNO(01205)
+                      "key store unavailable: serving cached API keys past "
+                      "their AuraKeyCacheTTL, each for at most "
+                      "AuraKeyCacheStaleMax (%" APR_TIME_T_FMT " s) more "
+                      "(logged once a minute per child)",
+                      apr_time_sec(cache_stale));
+    }
+    return 1;
+}
+
 apr_status_t aura_keystore_lookup(request_rec *r, const char *key,
                                   aura_key_identity_t *id)
 {
@@ -206,7 +256,7 @@ apr_status_t aura_keystore_lookup(request_rec *r, const char *key,
     apr_status_t rv;
 
     tag_of(key, tag);
-    if (cache_get(tag, now, &e)) {
+    if (cache_get(tag, now, 0, &e)) {
         aura_count(AURA_CTR_KEY_HITS);
     }
     else {
@@ -222,11 +272,17 @@ apr_status_t aura_keystore_lookup(request_rec *r, const char *key,
                      AURA_KEY_ACTOR_PREFIX, AURA_KEY_ACTOR_HEX, hash);
         rv = lookup_db(r, hash, &e);
         if (rv != APR_SUCCESS) {
-            id->actor = apr_pstrdup(r->pool, e.actor);
-            return rv;
+            /* The clock read after the store's wait: staleness is
+             * judged when the answer is given. */
+            if (!stale_get(r, tag, apr_time_now(), rv, &e)) {
+                id->actor = apr_pstrdup(r->pool, e.actor);
+                return rv;
+            }
         }
-        e.expires = now + cache_ttl;
-        cache_put(&e);
+        else {
+            e.expires = now + cache_ttl;
+            cache_put(&e);
+        }
     }
     id->actor = apr_pstrdup(r->pool, e.actor);
     if (e.found == KEY_UNKNOWN) {

@@ -375,7 +375,7 @@ const char *aura_set_redis_time(cmd_parms *cmd, void *dummy, const char *arg)
                                apr_time_from_sec(3600), field);
 }
 
-/* AuraBreaker <service>|* [threshold=<n>] [cooldown=<duration>]
+/* AuraBreaker <service>|postgrest|store|* [threshold=<n>] [cooldown=<duration>]
  *                         [probes=<n>] [probe-timeout=<duration>] */
 const char *aura_set_breaker(cmd_parms *cmd, void *dummy, const char *args)
 {
@@ -397,16 +397,19 @@ const char *aura_set_breaker(cmd_parms *cmd, void *dummy, const char *args)
     else if (!strcasecmp(word, "postgrest")) {
         b.service = AURA_SVC_COUNT;
     }
+    else if (!strcasecmp(word, "store")) {
+        b.service = AURA_BREAKER_SETTING_STORE;
+    }
     for (i = 0; i < AURA_SVC_COUNT && b.service == -2; i++) {
         if (!strcasecmp(word, aura_service_names[i])) {
             b.service = i;
         }
     }
     if (b.service == -2) {
-        return apr_psprintf(cmd->pool, "%s: '%s' is not *, postgrest or a "
-                            "service (auth | db | storage | functions | "
-                            "realtime | notifications | ai | provisioner | "
-                            "control)", cmd->cmd->name, word);
+        return apr_psprintf(cmd->pool, "%s: '%s' is not *, postgrest, "
+                            "store or a service (auth | db | storage | "
+                            "functions | realtime | notifications | ai | "
+                            "provisioner | control)", cmd->cmd->name, word);
     }
     while (*(word = ap_getword_conf(cmd->temp_pool, &args))) {
         apr_interval_time_t t;
@@ -445,6 +448,8 @@ const char *aura_set_breaker(cmd_parms *cmd, void *dummy, const char *args)
                             cmd->cmd->name,
                             b.service == -1 ? "*"
                             : b.service == AURA_SVC_COUNT ? "postgrest"
+                            : b.service == AURA_BREAKER_SETTING_STORE
+                              ? "store"
                             : aura_service_names[b.service]);
     }
     if (!c->breakers) {

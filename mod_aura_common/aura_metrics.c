@@ -111,13 +111,20 @@ static void breakers(request_rec *r)
     int s;
 
     family(r, "aura_breaker_state", "gauge",
-           "Circuit breaker of each service: 0 closed, 1 open, "
-           "2 half-open.");
+           "Circuit breaker of each service, and of the key store "
+           "(service=\"store\"): 0 closed, 1 open, 2 half-open.");
     for (s = 0; s < AURA_SVC_COUNT; s++) {
         volatile apr_uint64_t *w = aura_shm_breaker(1 + s);
 
         ap_rprintf(r, "aura_breaker_state{service=\"%s\"} %d\n",
                    aura_service_names[s],
+                   w ? (int)aura_breaker_state(apr_atomic_read64(w), NULL,
+                                               NULL) : 0);
+    }
+    if (aura_db_configured()) {
+        volatile apr_uint64_t *w = aura_shm_breaker(AURA_BREAKER_STORE);
+
+        ap_rprintf(r, "aura_breaker_state{service=\"store\"} %d\n",
                    w ? (int)aura_breaker_state(apr_atomic_read64(w), NULL,
                                                NULL) : 0);
     }
@@ -134,6 +141,9 @@ static void breakers(request_rec *r)
                aura_shm_counter(AURA_CTR_BREAKER_CLOSED));
     counter(r, "aura_breaker_rejections_total", "Requests refused with 503 "
             "breaker-open.", "", aura_shm_counter(AURA_CTR_BREAKER_REJECTED));
+    counter(r, "aura_breaker_probe_recovered_total", "Half-open probes "
+            "taken over from a holder that died or outlived its budget.",
+            "", aura_shm_counter(AURA_CTR_BREAKER_PROBE_RECOVERED));
 }
 
 static void two(request_rec *r, const char *name, const char *type,
@@ -270,6 +280,7 @@ int aura_metrics_handler(request_rec *r)
     traffic(r);
     policy(r);
     breakers(r);
+    aura_cap_metrics(r);
     upstreams(r);
     return OK;
 }

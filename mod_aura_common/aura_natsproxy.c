@@ -389,6 +389,7 @@ int aura_natsproxy_handler(request_rec *r)
     aura_inbox_t *inbox = NULL;
     natsMsg *msg = NULL, *reply = NULL;
     aura_breaker_hold_t *hold = NULL;
+    aura_cap_hold_t *slot = NULL;
     int bus_failed = 0, gone = 0;
     natsStatus s;
     apr_time_t deadline;
@@ -462,19 +463,33 @@ int aura_natsproxy_handler(request_rec *r)
     if (rc != OK) {
         return rc;
     }
+    /* Then a slot of the service and of the plane (aura_bulkhead.c):
+     * past the cap, 503 service-saturated at once, nothing sent. */
+    rc = aura_cap_enter(r, d->service, &slot);
+    if (rc != OK) {
+        return rc;
+    }
     count_active(r);
     s = send_with_retries(r, nc, msg, inbox, deadline, &reply, &bus_failed,
                           &gone);
     if (gone) {
         /* No verdict: the hold goes back with r->pool (DESIGN.md
          * section 8, "client went away"). */
+        aura_cap_leave(slot);
         return aura_client_abandoned(r, gone == AURA_GONE_WAITING
                                         ? "waiting" : "before-send",
                                      d->upstream);
     }
     if (s != NATS_OK) {
+        aura_cap_leave(slot);
         verdict_no_reply(hold, s, bus_failed);
         return request_failed(r, s, d->upstream, limit);
     }
-    return send_reply(r, reply, inbox, d->upstream, hold);
+    /* Held while the reply is relayed: a stream keeps the service (and
+     * this worker) busy until it ends.  Given back when the handler
+     * returns, not with r->pool, which may outlive the worker while the
+     * MPM finishes writing to a slow client. */
+    rc = send_reply(r, reply, inbox, d->upstream, hold);
+    aura_cap_leave(slot);
+    return rc;
 }

@@ -10,6 +10,8 @@
 #include "aura.h"
 #include "aura_gcra.h"
 #include "aura_limiter.h"
+#include "aura_breaker_fsm.h"
+#include "aura_cap.h"
 
 #include "http_log.h"
 #include "apr_shm.h"
@@ -32,6 +34,7 @@ extern module AP_MODULE_DECLARE_DATA aura_common_module;
 #define AURA_DEFAULT_DB_POOL_MAX       8
 #define AURA_DEFAULT_DB_TIMEOUT        apr_time_from_sec(2)
 #define AURA_DEFAULT_KEY_CACHE_TTL     apr_time_from_sec(10)
+#define AURA_DEFAULT_KEY_CACHE_STALE   apr_time_from_sec(300)
 #define AURA_DEFAULT_KEY_CACHE_SIZE    4096
 #define AURA_DEFAULT_KEY_INVALIDATION  "aura.keys.invalidate"
 #define AURA_DEFAULT_CORS_METHODS \
@@ -98,6 +101,8 @@ typedef struct {
     /* NATS streamed replies: where acknowledgements may go. */
     const char *stream_ack_prefix;          /* AuraStreamAckPrefix */
     int abandon_check;                /* AuraAbandonCheck, AURA_UNSET (on) */
+    int max_in_flight;                /* AuraServiceMaxInFlight (aura_cap.h
+                                         encoding), AURA_UNSET */
 } aura_dir_conf_t;
 
 /* The access log's status of a request whose client went away before
@@ -151,6 +156,7 @@ typedef struct {
     int db_pool_max;
     apr_interval_time_t db_timeout;
     apr_interval_time_t key_cache_ttl;
+    apr_interval_time_t key_cache_stale;   /* AuraKeyCacheStaleMax */
     const char *key_invalidation_subject;  /* AuraKeyInvalidationSubject */
     int key_cache_size;
     apr_array_header_t *jwt_sources;       /* aura_jwt_source_t; NULL unset */
@@ -186,18 +192,23 @@ typedef struct {
     const char *metrics_token;             /* AuraMetricsTokenFile's */
     int jwt_aud_any;                       /* AuraJWTAudienceMatch any: 1,
                                               all: 0, AURA_UNSET */
+    int plane_max_in_flight;               /* AuraPlaneMaxInFlight
+                                              (aura_cap.h), AURA_UNSET */
 } aura_server_conf_t;
 
 /* One AuraBreaker line; 0 = not set by this line. */
 typedef struct {
     int service;                /* aura_service_e, -1 for "*",
                                    AURA_SVC_COUNT for "postgrest" (the
-                                   dedicated targets) */
+                                   dedicated targets),
+                                   AURA_BREAKER_SETTING_STORE for
+                                   "store" (the key store) */
     apr_uint32_t threshold;
     apr_uint32_t cooldown_ms;
     apr_uint32_t probes;
     apr_uint32_t probe_ttl_ms;
 } aura_breaker_setting_t;
+#define AURA_BREAKER_SETTING_STORE (AURA_SVC_COUNT + 1)
 
 #define AURA_DEFAULT_BREAKER_THRESHOLD    5
 #define AURA_DEFAULT_BREAKER_COOLDOWN_MS  30000
@@ -379,6 +390,9 @@ typedef enum {
     AURA_CTR_BREAKER_CLOSED,   /* a probe's success closed a breaker */
     AURA_CTR_ACTOR_LEASE,      /* stage 2 decided from a child's lease */
     AURA_CTR_STREAM_ACK_REFUSED, /* streams aborted: ack subject refused */
+    AURA_CTR_BREAKER_PROBE_RECOVERED, /* a probe lost with its holder
+                                         (dead, or past its deadline)
+                                         taken over */
     AURA_CTR_GONE_BEFORE_SEND, /* client gone before its request was sent */
     AURA_CTR_GONE_WAITING,     /* client gone while its reply was awaited */
     AURA_CTR_LATE_REPLIES,     /* replies dropped: their request was gone */
@@ -407,7 +421,12 @@ apr_uint64_t aura_shm_counter(aura_counter_e c);
 /* Circuit breaker words (aura_breaker.h), one per protected upstream. */
 #define AURA_BREAKER_REDIS 0
 #define AURA_BREAKERS      16
+/* The key store's (aura_db.c): the last slot, clear of the services'
+ * 1 + aura_service_e (aura_db.c checks it at compile time). */
+#define AURA_BREAKER_STORE (AURA_BREAKERS - 1)
 volatile apr_uint64_t *aura_shm_breaker(int i);
+/* Its AURA_BRK_HOLDERS probe holder records (aura_breaker_fsm.h). */
+volatile apr_uint64_t *aura_shm_breaker_holders(int i);
 
 /* Shared flags and timestamps for log-once decisions. */
 typedef enum {
@@ -425,6 +444,8 @@ typedef struct {
     volatile apr_uint64_t key;   /* keyed hash of the target; 0: free */
     volatile apr_uint64_t word;  /* its breaker (aura_breaker_fsm.h) */
     volatile apr_uint64_t used;  /* ms clock of its last request */
+    /* who holds its half-open probes (aura_breaker_fsm.h) */
+    volatile apr_uint64_t holders[AURA_BRK_HOLDERS];
     char name[104];              /* the target, for /health (truncated) */
 } aura_target_slot_t;
 aura_target_slot_t *aura_shm_targets(apr_uint64_t *n);
@@ -502,9 +523,16 @@ int aura_too_large(request_rec *r, apr_int64_t limit);
 struct pg_result;
 void aura_db_child_init(apr_pool_t *pchild, server_rec *s);
 int aura_db_configured(void);
+/* APR_SUCCESS; APR_ENOTIMPL without AuraDBParams; APR_EAGAIN when the
+ * key store's breaker is open (nothing was tried); APR_TIMEUP when no
+ * answer came within AuraDBTimeout (connect, wait or statement);
+ * APR_EGENERAL when Postgres answered with an error. */
 apr_status_t aura_db_query(request_rec *r, aura_db_stmt_e id,
                            const char *const *params,
                            struct pg_result **out);
+/* The Retry-After of a 503 store-unavailable after aura_db_query()
+ * failed for r: the breaker's cooldown left, else "1". */
+const char *aura_db_retry_after(request_rec *r);
 
 /* aura_keystore.c */
 void aura_keystore_child_init(apr_pool_t *pchild, server_rec *s);
@@ -516,6 +544,9 @@ void aura_keystore_child_init(apr_pool_t *pchild, server_rec *s);
 apr_status_t aura_keystore_lookup(request_rec *r, const char *key,
                                   aura_key_identity_t *id);
 void aura_keystore_invalidate_project(const char *project);
+/* AuraKeyCacheStaleMax: how long past their TTL the store's cached
+ * answers may be used while it cannot answer (0: never). */
+apr_interval_time_t aura_keystore_stale_max(void);
 void aura_keystore_register(void);
 void aura_insert_rotation_filter(request_rec *r);
 void aura_nats_publish_invalidation(request_rec *r, const char *project);
@@ -570,6 +601,10 @@ int aura_breaker_enter_target(request_rec *r, const char *target,
 void aura_breaker_verdict(aura_breaker_hold_t *hold, int success);
 /* The verdict of an HTTP status the upstream answered with. */
 int aura_breaker_status_ok(int status);
+/* Who asks for a probe (aura_breaker_fsm.h): this process, holding it
+ * for at most budget plus a margin, dead when kill(pid, 0) says ESRCH;
+ * for breakers used outside aura_breaker_enter() (the key store's). */
+void aura_breaker_who(aura_breaker_who_t *who, apr_interval_time_t budget);
 void aura_breaker_describe(struct json_t *obj);
 const char *aura_set_breaker(cmd_parms *cmd, void *dummy, const char *args);
 const char *aura_set_retries(cmd_parms *cmd, void *dirv, const char *arg);
@@ -637,6 +672,54 @@ int aura_client_abandoned(request_rec *r, const char *stage,
 int aura_inbox_next_unless_gone(request_rec *r, aura_inbox_t *inbox,
                                 apr_time_t deadline,
                                 struct __natsMsg **msg, int *gone);
+
+/* ---- in-flight caps (aura_bulkhead.c) --------------------------------
+ * Counters of the requests the whole instance has in flight to each
+ * service and from each plane, in the shared segment, and one record
+ * per child process of what it holds, so that the slots of a child that
+ * died (SIGKILL, a crash) are given back by the parent. */
+#define AURA_CAP_COUNTERS (AURA_SVC_COUNT + AURA_PLANES) /* services, then
+                                                            planes */
+/* "auto": percentages of the instance's workers (MaxRequestWorkers). */
+#define AURA_CAP_AUTO_SERVICE_PCT 50
+#define AURA_CAP_AUTO_DATA_PCT    70
+#define AURA_CAP_AUTO_MGMT_PCT    20
+typedef struct {
+    volatile apr_uint64_t in_flight[AURA_CAP_COUNTERS];
+    volatile apr_uint64_t refused[AURA_CAP_COUNTERS];  /* 503s, by the cap
+                                                          that refused */
+    volatile apr_uint64_t logged[AURA_CAP_COUNTERS];   /* second of the
+                                                          last log line */
+    volatile apr_uint64_t reclaimed;   /* slots given back for the dead */
+    volatile apr_uint64_t unrecorded;  /* children that found no record */
+    apr_uint64_t procs_offset;         /* of the process records */
+    apr_uint64_t procs;                /* their number */
+} aura_cap_shm_t;
+/* One child's holdings.  owner: its pid, 0 free, with AURA_CAP_RECLAIM
+ * set while a reclaim empties it. */
+#define AURA_CAP_RECLAIM (APR_UINT64_C(1) << 62)
+typedef struct {
+    volatile apr_uint64_t owner;
+    volatile apr_uint64_t held[AURA_CAP_COUNTERS];
+} aura_cap_proc_t;
+/* aura_shm.c: the counters, and the records (*n of them). */
+aura_cap_shm_t *aura_shm_cap(aura_cap_proc_t **procs, apr_uint64_t *n);
+typedef struct aura_cap_hold_t aura_cap_hold_t;
+apr_status_t aura_cap_post_config(apr_pool_t *pconf, server_rec *s);
+void aura_cap_child_init(apr_pool_t *pchild, server_rec *s);
+void aura_cap_register(void);
+/* Right before an upstream call: OK with *hold (NULL when no segment),
+ * or 503 service-saturated noted with Retry-After. */
+int aura_cap_enter(request_rec *r, int service, aura_cap_hold_t **hold);
+/* Gives the slots back now (also done by r->pool's cleanup). */
+void aura_cap_leave(aura_cap_hold_t *hold);
+void aura_cap_describe(struct json_t *obj);
+const char *aura_set_max_in_flight(cmd_parms *cmd, void *dirv,
+                                   const char *arg);
+const char *aura_set_plane_max_in_flight(cmd_parms *cmd, void *dummy,
+                                         const char *arg);
+void aura_cap_metrics(request_rec *r);
+/* ---- end of in-flight caps ------------------------------------------- */
 
 /* aura_problem.c */
 void aura_problem_register(void);

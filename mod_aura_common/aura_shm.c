@@ -33,7 +33,8 @@
 /* A change of meaning that no sizeof or offsetof shows (how the bits of
  * a breaker word or a TAT are read) must bump this.  A change of layout
  * needs nothing: the fingerprint below sees it. */
-#define AURA_SHM_ENCODING 1u
+#define AURA_SHM_ENCODING 2u      /* 2: a half-open breaker's since_ms
+                                      is when it went half-open */
 #define AURA_MUTEX_TYPE   "aura-shm"
 /* "-2": the retained data of builds before the fingerprint had another
  * shape; a new key makes such a build's segment a stranger, dropped
@@ -70,6 +71,10 @@
  *   +-----------------------------+ targets_offset
  *   | aura_target_slot_t          |  breakers of dedicated PostgREST
  *   |   [targets]                 |  targets (AuraTargetBreakerEntries)
+ *   +-----------------------------+ cap.procs_offset
+ *   | aura_cap_proc_t [procs]     |  what each child holds of the
+ *   |                             |  in-flight caps (aura_bulkhead.c):
+ *   |                             |  2 x ServerLimit, at least 32
  *   +-----------------------------+ size
  *
  * A zone's table is its own: a flood of addresses that fills it puts
@@ -107,6 +112,9 @@ struct aura_shm_header_t {
                                   [AURA_STATUS_CLASSES];
     volatile apr_uint64_t latency[AURA_PLANES][AURA_LATENCY_BUCKETS];
     volatile apr_uint64_t latency_sum_us[AURA_PLANES];
+    /* who holds each breaker's half-open probes (aura_breaker_fsm.h) */
+    volatile apr_uint64_t holders[AURA_BREAKERS][AURA_BRK_HOLDERS];
+    aura_cap_shm_t cap;              /* in-flight caps (aura_bulkhead.c) */
 };
 
 _Static_assert(sizeof(apr_uint64_t) == 8 && __atomic_always_lock_free(8, 0),
@@ -130,7 +138,15 @@ static const aura_layout_row_t layout_rows[] = {
     M(aura_shm_header_t, target_slots), M(aura_shm_header_t, counters),
     M(aura_shm_header_t, breakers), M(aura_shm_header_t, flags),
     M(aura_shm_header_t, requests), M(aura_shm_header_t, latency),
-    M(aura_shm_header_t, latency_sum_us),
+    M(aura_shm_header_t, latency_sum_us), M(aura_shm_header_t, holders),
+    M(aura_shm_header_t, cap),
+    AURA_LAYOUT_STRUCT(aura_cap_shm_t),
+    M(aura_cap_shm_t, in_flight), M(aura_cap_shm_t, refused),
+    M(aura_cap_shm_t, logged), M(aura_cap_shm_t, reclaimed),
+    M(aura_cap_shm_t, unrecorded), M(aura_cap_shm_t, procs_offset),
+    M(aura_cap_shm_t, procs),
+    AURA_LAYOUT_STRUCT(aura_cap_proc_t),
+    M(aura_cap_proc_t, owner), M(aura_cap_proc_t, held),
     AURA_LAYOUT_STRUCT(aura_shm_jwks_t),
     M(aura_shm_jwks_t, last_refresh), M(aura_shm_jwks_t, version),
     M(aura_shm_jwks_t, len), M(aura_shm_jwks_t, doc),
@@ -142,7 +158,8 @@ static const aura_layout_row_t layout_rows[] = {
     M(aura_limiter_slot_t, key), M(aura_limiter_slot_t, tat),
     AURA_LAYOUT_STRUCT(aura_target_slot_t),
     M(aura_target_slot_t, key), M(aura_target_slot_t, word),
-    M(aura_target_slot_t, used), M(aura_target_slot_t, name),
+    M(aura_target_slot_t, used), M(aura_target_slot_t, holders),
+    M(aura_target_slot_t, name),
 };
 #undef M
 
@@ -153,6 +170,26 @@ typedef struct {
     apr_uint64_t offset;
 } table_geometry_t;
 
+/* Records of the in-flight caps: one per child process, and as many
+ * again for the children of an old generation still finishing (event
+ * and worker may run more processes than ServerLimit slots for a
+ * while) and for records not yet reclaimed.  ServerLimit cannot change
+ * on a graceful restart, so neither does this. */
+#define CAP_RECORDS_MIN 32
+#define CAP_RECORDS_MAX 65536
+
+static apr_uint64_t cap_records(void)
+{
+    int limit = 0;
+
+    if (ap_mpm_query(AP_MPMQ_HARD_LIMIT_DAEMONS, &limit) != APR_SUCCESS
+        || limit < CAP_RECORDS_MIN / 2) {
+        limit = CAP_RECORDS_MIN / 2;
+    }
+    return limit > CAP_RECORDS_MAX / 2 ? CAP_RECORDS_MAX
+                                       : (apr_uint64_t)limit * 2;
+}
+
 /* What the configuration asks of the segment. */
 typedef struct {
     int ntables;
@@ -160,6 +197,8 @@ typedef struct {
     apr_uint64_t tables_offset;
     apr_uint64_t targets_offset;
     apr_uint64_t targets;
+    apr_uint64_t procs_offset;
+    apr_uint64_t procs;
     apr_uint64_t size;
     apr_uint64_t layout;
     apr_uint64_t fingerprint;
@@ -184,7 +223,8 @@ static const char *const counter_names[AURA_CTR_COUNT] = {
     "nats_retries", "nats_no_responders", "nats_timeouts", "http_timeouts",
     "db_nats", "db_http", "db_unresolved", "targets_full",
     "breaker_half_opened", "breaker_closed", "actor_lease",
-    "stream_ack_refused", "gone_before_send", "gone_waiting", "late_replies"
+    "stream_ack_refused", "breaker_probe_recovered", "gone_before_send",
+    "gone_waiting", "late_replies"
 };
 
 /* *off += n, 64-byte aligned, refused beyond AURA_SHM_MAX (so never
@@ -266,6 +306,11 @@ static const char *geometry_of(apr_pool_t *pconf, apr_pool_t *p,
     if (!grow(&off, g->targets * sizeof(aura_target_slot_t))) {
         return "the target breaker table does not fit";
     }
+    g->procs = cap_records();
+    g->procs_offset = off;
+    if (!grow(&off, g->procs * sizeof(aura_cap_proc_t))) {
+        return "the process records of the in-flight caps do not fit";
+    }
     g->size = off;
 
     g->layout = aura_layout_fingerprint(layout_rows, sizeof(layout_rows)
@@ -283,6 +328,8 @@ static const char *geometry_of(apr_pool_t *pconf, apr_pool_t *p,
     }
     h = aura_layout_mix(h, g->targets);
     h = aura_layout_mix(h, g->targets_offset);
+    h = aura_layout_mix(h, g->procs);
+    h = aura_layout_mix(h, g->procs_offset);
     g->fingerprint = aura_layout_mix(h, g->size);
     return NULL;
 }
@@ -328,9 +375,26 @@ aura_target_slot_t *aura_shm_targets(apr_uint64_t *n)
                                   + shm_base->targets_offset);
 }
 
+aura_cap_shm_t *aura_shm_cap(aura_cap_proc_t **procs, apr_uint64_t *n)
+{
+    if (!shm_base) {
+        return NULL;
+    }
+    *procs = (aura_cap_proc_t *)((char *)shm_base
+                                 + shm_base->cap.procs_offset);
+    *n = shm_base->cap.procs;
+    return &shm_base->cap;
+}
+
 volatile apr_uint64_t *aura_shm_breaker(int i)
 {
     return shm_base && i >= 0 && i < AURA_BREAKERS ? &shm_base->breakers[i]
+                                                   : NULL;
+}
+
+volatile apr_uint64_t *aura_shm_breaker_holders(int i)
+{
+    return shm_base && i >= 0 && i < AURA_BREAKERS ? shm_base->holders[i]
                                                    : NULL;
 }
 
@@ -442,7 +506,15 @@ static const char *check_directory(const aura_shm_header_t *h,
         || h->tables * sizeof(*d) > h->size - h->tables_offset
         || h->targets_offset > h->size || h->targets_offset % 64
         || h->target_slots * sizeof(aura_target_slot_t)
-           > h->size - h->targets_offset) {
+           > h->size - h->targets_offset
+        || h->cap.procs_offset % 64
+        || h->cap.procs_offset < h->targets_offset
+                                 + h->target_slots
+                                   * sizeof(aura_target_slot_t)
+        || h->cap.procs_offset > h->size
+        || h->cap.procs > CAP_RECORDS_MAX
+        || h->cap.procs * sizeof(aura_cap_proc_t)
+           > h->size - h->cap.procs_offset) {
         return "the header's offsets lie outside the segment";
     }
     d = (const aura_shm_table_t *)((const char *)h + h->tables_offset);
@@ -571,6 +643,12 @@ static const char *rebuild_reason(aura_shm_header_t *h, const geometry_t *g,
             p, "AuraTargetBreakerEntries: %" APR_UINT64_T_FMT " -> %"
             APR_UINT64_T_FMT, h->target_slots, g->targets);
     }
+    if (h->cap.procs != g->procs) {
+        APR_ARRAY_PUSH(why, char *) = apr_psprintf(
+            p, "process records of the in-flight caps (2 x ServerLimit): %"
+            APR_UINT64_T_FMT " -> %" APR_UINT64_T_FMT, h->cap.procs,
+            g->procs);
+    }
     if (!why->nelts) {
         return "the geometry changed";
     }
@@ -607,6 +685,8 @@ static apr_status_t build_segment(aura_shm_retained_t *ret,
     h->tables_offset = g->tables_offset;
     h->targets_offset = g->targets_offset;
     h->target_slots = g->targets;
+    h->cap.procs_offset = g->procs_offset;
+    h->cap.procs = g->procs;
     for (i = 0; i < g->ntables; i++) {
         aura_shm_table_t *t = directory(h) + i;
 

@@ -40,7 +40,8 @@ static int aura_post_config(apr_pool_t *pconf, apr_pool_t *plog,
         || aura_jwks_post_config(pconf, s) != APR_SUCCESS
         || aura_ratelimit_post_config(pconf, s) != APR_SUCCESS
         || aura_quota_post_config(pconf, s) != APR_SUCCESS
-        || aura_breaker_post_config(pconf, s) != APR_SUCCESS) {
+        || aura_breaker_post_config(pconf, s) != APR_SUCCESS
+        || aura_cap_post_config(pconf, s) != APR_SUCCESS) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, AURA_LOGNO(00007)
@@ -52,6 +53,7 @@ static int aura_post_config(apr_pool_t *pconf, apr_pool_t *plog,
 static void aura_child_init(apr_pool_t *pchild, server_rec *s)
 {
     aura_shm_child_init(pchild, s);
+    aura_cap_child_init(pchild, s);
     aura_reqid_child_init();
     aura_nats_child_init(pchild, s);
     aura_db_child_init(pchild, s);
@@ -76,6 +78,7 @@ static void aura_register_hooks(apr_pool_t *p)
                          APR_HOOK_MIDDLE);
     ap_hook_post_config(aura_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_child_init(aura_child_init, NULL, NULL, APR_HOOK_MIDDLE);
+    aura_cap_register();
     /* A claimed service route has no file behind it: skip the directory
      * walk as mod_proxy does for proxy: URLs. */
     ap_hook_map_to_storage(aura_map_to_storage, NULL, NULL, APR_HOOK_FIRST);

@@ -56,6 +56,10 @@ AuraNATSServers $ENV{AURA_TEST_NATS_URL}
 AuraBreaker * threshold=1000000
 AuraBreaker notifications threshold=1 cooldown=30s
 AuraRateLimitZone default rate=100000r/s burst=100000
+# What is measured here is what holds workers without a cap (the caps of
+# point 1 would refuse the third caller of a service on four workers).
+AuraServiceMaxInFlight off
+AuraPlaneMaxInFlight off
 LogFormat "%>s %{problem}^au %{request-id}^au %U" abandon
 CustomLog $dir/access.log abandon
 <VirtualHost 127.0.0.1:__PORT__>

@@ -5,7 +5,10 @@
  * open, the probe handout in half-open, probe verdicts, released probes,
  * late verdicts, the 32-bit clock wrapping, saturation, and threads
  * racing on one word (each transition reported exactly once, never more
- * probes than allowed).  `now` is an argument: no test waits.  cmocka's
+ * probes than allowed).  Issue #16: the period-aware tickets (verdicts of
+ * an older period dropped) and the probe holder records (a probe lost
+ * with its process taken over, once).  `now` is an argument and
+ * liveness a stub: no test waits or kills.  cmocka's
  * assertions are not thread-safe, so worker threads only count and the
  * main thread asserts.
  */
@@ -636,6 +639,430 @@ static void test_threads_churn(void **state)
     expect_state(w, AURA_BRK_HALF_OPEN, 1, 0);
 }
 
+/* ---- issue #16: periods and holders ---------------------------------- */
+
+/* A liveness stub: pids in dead[] are dead; may also run a hook (a
+ * concurrent verdict) the first time it is asked. */
+typedef struct {
+    apr_uint32_t dead[8];
+    int ndead;
+    int calls;
+    void (*hook)(void *);
+    void *hook_arg;
+} stub_t;
+
+static int stub_alive(apr_uint32_t pid, void *baton)
+{
+    stub_t *st = baton;
+    int i;
+
+    if (st->calls++ == 0 && st->hook) {
+        st->hook(st->hook_arg);
+    }
+    for (i = 0; i < st->ndead; i++) {
+        if (st->dead[i] == pid) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static aura_breaker_who_t who_of(apr_uint32_t pid, apr_uint32_t hold_ms,
+                                 stub_t *st)
+{
+    aura_breaker_who_t w = { pid, hold_ms, stub_alive, st };
+
+    return w;
+}
+
+static int holders_of(volatile apr_uint64_t *w, volatile apr_uint64_t *hs,
+                      apr_uint32_t *pids)
+{
+    int i, n = 0;
+
+    for (i = 0; i < AURA_BRK_HOLDERS; i++) {
+        if (aura_breaker_holder(hs[i], aura_breaker_since(*w), &pids[n],
+                                NULL)) {
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Issue #16: late failures of requests admitted before the breaker
+ * opened arrive after it closed again: they do not count against the
+ * new closed period (it used to be left one failure from opening).  A
+ * late success of the old period is dropped too. */
+static void test_held_late_failures(void **state)
+{
+    aura_breaker_conf_t c;
+    volatile apr_uint64_t w = 0, hs[AURA_BRK_HOLDERS] = { 0 };
+    aura_breaker_grant_t old[3], probe, fresh, fresh2;
+    stub_t st = { { 0 }, 0, 0, NULL, NULL };
+    aura_breaker_who_t me = who_of(10, 5000, &st);
+    apr_uint32_t failures;
+    int i;
+
+    (void)state;
+    assert_int_equal(aura_breaker_conf_init(&c, 2, 1000, 1), APR_SUCCESS);
+    for (i = 0; i < 3; i++) {
+        assert_int_equal(aura_breaker_acquire_held(&w, hs, &c, 100, &me,
+                                                   &old[i]), AURA_BRK_PASS);
+        assert_int_equal(old[i].period, 0);
+    }
+    /* Two fresh failures open it. */
+    for (i = 0; i < 2; i++) {
+        aura_breaker_grant_t g;
+
+        aura_breaker_acquire_held(&w, hs, &c, 200, &me, &g);
+        assert_int_equal(aura_breaker_verdict_held(&w, hs, &c, &g, 0, 210),
+                         i ? AURA_BRK_TO_OPEN : AURA_BRK_SAME);
+    }
+    assert_int_equal(aura_breaker_acquire_held(&w, hs, &c, 1210, &me,
+                                               &probe), AURA_BRK_PROBE);
+    assert_int_equal(probe.change, AURA_BRK_TO_HALF_OPEN);
+    assert_int_equal(probe.period, 1210);
+    assert_int_equal(aura_breaker_verdict_held(&w, hs, &c, &probe, 1, 1300),
+                     AURA_BRK_TO_CLOSED);
+    /* The old requests' 504s come in now. */
+    assert_int_equal(aura_breaker_verdict_held(&w, hs, &c, &old[0], 0, 1400),
+                     AURA_BRK_SAME);
+    assert_int_equal(aura_breaker_verdict_held(&w, hs, &c, &old[1], 0, 1400),
+                     AURA_BRK_SAME);
+    expect_state(w, AURA_BRK_CLOSED, 0, 0);
+    /* The new period counts its own failures: one is not enough... */
+    aura_breaker_acquire_held(&w, hs, &c, 1500, &me, &fresh);
+    assert_int_equal(fresh.period, 1300);
+    assert_int_equal(aura_breaker_verdict_held(&w, hs, &c, &fresh, 0, 1510),
+                     AURA_BRK_SAME);
+    aura_breaker_state(w, &failures, NULL);
+    assert_int_equal(failures, 1);
+    /* ...and an old success does not reset them. */
+    assert_int_equal(aura_breaker_verdict_held(&w, hs, &c, &old[2], 1, 1520),
+                     AURA_BRK_SAME);
+    expect_state(w, AURA_BRK_CLOSED, 1, 0);
+    aura_breaker_acquire_held(&w, hs, &c, 1600, &me, &fresh2);
+    assert_int_equal(aura_breaker_verdict_held(&w, hs, &c, &fresh2, 0, 1610),
+                     AURA_BRK_TO_OPEN);
+    /* The plain API stays period-blind (the Redis breaker's). */
+    w = 0;
+    for (i = 0; i < 2; i++) {
+        aura_breaker_failure(&w, &c, AURA_BRK_PASS, 10);
+    }
+    aura_breaker_acquire(&w, &c, 1010, NULL, NULL);
+    aura_breaker_success(&w, &c, AURA_BRK_PROBE, 1020);
+    aura_breaker_failure(&w, &c, AURA_BRK_PASS, 1030);
+    expect_state(w, AURA_BRK_CLOSED, 1, 0);
+}
+
+/* Issue #16: a probe of an earlier half-open round (probes=2: the other
+ * one failed and reopened it) neither decides nor frees a slot of the
+ * next round. */
+static void test_held_late_probe(void **state)
+{
+    aura_breaker_conf_t c;
+    volatile apr_uint64_t w = 0, hs[AURA_BRK_HOLDERS] = { 0 };
+    aura_breaker_grant_t a, b, n;
+    stub_t st = { { 0 }, 0, 0, NULL, NULL };
+    aura_breaker_who_t me = who_of(10, 5000, &st);
+    apr_uint32_t pids[AURA_BRK_HOLDERS];
+
+    (void)state;
+    assert_int_equal(aura_breaker_conf_init(&c, 1, 1000, 2), APR_SUCCESS);
+    open_at(&w, &c, 0);
+    assert_int_equal(aura_breaker_acquire_held(&w, hs, &c, 1000, &me, &a),
+                     AURA_BRK_PROBE);
+    assert_int_equal(aura_breaker_acquire_held(&w, hs, &c, 1001, &me, &b),
+                     AURA_BRK_PROBE);
+    assert_int_equal(a.holder, 0);
+    assert_int_equal(b.holder, 1);
+    assert_int_equal(aura_breaker_since(w), 1000);  /* the round's start */
+    assert_int_equal(aura_breaker_verdict_held(&w, hs, &c, &a, 0, 1100),
+                     AURA_BRK_TO_OPEN);
+    assert_true(hs[0] == 0 && hs[1] == 0);          /* the round's records */
+    assert_int_equal(aura_breaker_acquire_held(&w, hs, &c, 2100, &me, &n),
+                     AURA_BRK_PROBE);
+    assert_int_equal(n.change, AURA_BRK_TO_HALF_OPEN);
+    assert_int_equal(aura_breaker_verdict_held(&w, hs, &c, &b, 1, 2150),
+                     AURA_BRK_SAME);
+    aura_breaker_release_held(&w, hs, &b);
+    expect_state(w, AURA_BRK_HALF_OPEN, 2, 1);
+    assert_int_equal(holders_of(&w, hs, pids), 1);
+    assert_int_equal(aura_breaker_verdict_held(&w, hs, &c, &n, 1, 2200),
+                     AURA_BRK_TO_CLOSED);
+}
+
+/* Issue #16: the child holding the only probe is killed.  The next
+ * request finds its holder dead, takes the probe over (once; the count
+ * unchanged), and its success closes the breaker.  The dead holder's
+ * verdict or release, should they ever come, are not its to give. */
+static void test_held_dead_holder(void **state)
+{
+    aura_breaker_conf_t c;
+    volatile apr_uint64_t w = 0, hs[AURA_BRK_HOLDERS] = { 0 };
+    aura_breaker_grant_t lost, denied, g, again;
+    stub_t st = { { 0 }, 0, 0, NULL, NULL };
+    aura_breaker_who_t a = who_of(4242, 30000, &st);
+    aura_breaker_who_t b = who_of(4343, 30000, &st);
+    apr_uint32_t pids[AURA_BRK_HOLDERS];
+
+    (void)state;
+    assert_int_equal(aura_breaker_conf_init(&c, 1, 30000, 1), APR_SUCCESS);
+    c.probe_ttl_ms = 400000;
+    open_at(&w, &c, 0);
+    assert_int_equal(aura_breaker_acquire_held(&w, hs, &c, 30000, &a, &lost),
+                     AURA_BRK_PROBE);
+    assert_int_equal(lost.holder, 0);
+    assert_int_equal(holders_of(&w, hs, pids), 1);
+    assert_int_equal(pids[0], 4242);
+    /* Alive: refused, told to come back in a second, not the cooldown. */
+    assert_int_equal(aura_breaker_acquire_held(&w, hs, &c, 30500, &b,
+                                               &denied), AURA_BRK_DENY);
+    assert_int_equal(denied.retry_after_ms, 1000);
+    assert_false(denied.took_over);
+    /* SIGKILL. */
+    st.dead[st.ndead++] = 4242;
+    assert_int_equal(aura_breaker_acquire_held(&w, hs, &c, 31000, &b, &g),
+                     AURA_BRK_PROBE);
+    assert_true(g.took_over);
+    assert_int_equal(g.lost_pid, 4242);
+    assert_int_equal(g.change, AURA_BRK_SAME);
+    assert_int_equal(g.period, 30000);
+    expect_state(w, AURA_BRK_HALF_OPEN, 1, 1);
+    assert_int_equal(holders_of(&w, hs, pids), 1);
+    assert_int_equal(pids[0], 4343);
+    /* Taken once: the next caller is refused. */
+    assert_int_equal(aura_breaker_acquire_held(&w, hs, &c, 31001, &a,
+                                               &again), AURA_BRK_DENY);
+    aura_breaker_release_held(&w, hs, &lost);
+    assert_int_equal(aura_breaker_verdict_held(&w, hs, &c, &lost, 0, 31002),
+                     AURA_BRK_SAME);
+    expect_state(w, AURA_BRK_HALF_OPEN, 1, 1);
+    assert_int_equal(aura_breaker_verdict_held(&w, hs, &c, &g, 1, 31100),
+                     AURA_BRK_TO_CLOSED);
+    assert_int_equal(aura_breaker_acquire_held(&w, hs, &c, 31200, &a,
+                                               &again), AURA_BRK_PASS);
+}
+
+/* Issue #16: a living holder keeps its probe until its deadline (the
+ * route's budget plus a margin, hold_ms here), then loses it; no
+ * liveness function means only the deadline counts. */
+static void test_held_stale_holder(void **state)
+{
+    aura_breaker_conf_t c;
+    volatile apr_uint64_t w = 0, hs[AURA_BRK_HOLDERS] = { 0 };
+    aura_breaker_grant_t slow, g;
+    stub_t st = { { 0 }, 0, 0, NULL, NULL };
+    aura_breaker_who_t a = who_of(7, 2000, &st);
+    aura_breaker_who_t b = { 8, 2000, NULL, NULL };
+
+    (void)state;
+    assert_int_equal(aura_breaker_conf_init(&c, 1, 1000, 1), APR_SUCCESS);
+    open_at(&w, &c, 0);
+    assert_int_equal(aura_breaker_acquire_held(&w, hs, &c, 1000, &a, &slow),
+                     AURA_BRK_PROBE);
+    assert_int_equal(aura_breaker_acquire_held(&w, hs, &c, 2999, &b, &g),
+                     AURA_BRK_DENY);
+    assert_int_equal(aura_breaker_acquire_held(&w, hs, &c, 3000, &b, &g),
+                     AURA_BRK_PROBE);
+    assert_true(g.took_over);
+    assert_int_equal(g.lost_pid, 7);
+    /* The slow one answers at last: its verdict is no longer its own. */
+    assert_int_equal(aura_breaker_verdict_held(&w, hs, &c, &slow, 0, 3100),
+                     AURA_BRK_SAME);
+    expect_state(w, AURA_BRK_HALF_OPEN, 1, 1);
+    assert_int_equal(st.calls, 0);      /* alive() only for this period */
+}
+
+/* More probes than records, and a pid too wide to record: those probes
+ * work as before (verdict, release) and are left to the probe-timeout;
+ * a record left by an older round is reused. */
+static void test_held_unrecorded(void **state)
+{
+    aura_breaker_conf_t c;
+    volatile apr_uint64_t w = 0, hs[AURA_BRK_HOLDERS] = { 0 };
+    aura_breaker_grant_t g[6], wide, x;
+    stub_t st = { { 0 }, 0, 0, NULL, NULL };
+    aura_breaker_who_t me = who_of(10, 5000, &st);
+    aura_breaker_who_t big = who_of(1U << 22, 5000, &st);
+    int i;
+
+    (void)state;
+    assert_int_equal(aura_breaker_conf_init(&c, 1, 1000, 7), APR_SUCCESS);
+    open_at(&w, &c, 0);
+    for (i = 0; i < 6; i++) {
+        assert_int_equal(aura_breaker_acquire_held(&w, hs, &c, 1000 + i, &me,
+                                                   &g[i]), AURA_BRK_PROBE);
+        assert_int_equal(g[i].holder, i < AURA_BRK_HOLDERS ? i : -1);
+    }
+    assert_int_equal(aura_breaker_acquire_held(&w, hs, &c, 1010, &big,
+                                               &wide), AURA_BRK_PROBE);
+    assert_int_equal(wide.holder, -1);
+    expect_state(w, AURA_BRK_HALF_OPEN, 1, 7);
+    aura_breaker_release_held(&w, hs, &g[5]);
+    aura_breaker_release_held(&w, hs, &wide);
+    aura_breaker_release_held(&w, hs, &g[0]);
+    expect_state(w, AURA_BRK_HALF_OPEN, 1, 4);
+    assert_true(hs[0] == 0);
+    /* A stale record of another round (here: a forged tag) is free. */
+    hs[0] = (APR_UINT64_C(99) << 32) | (APR_UINT64_C(5) << 10) | 0x3ff;
+    assert_int_equal(aura_breaker_acquire_held(&w, hs, &c, 1020, &me, &x),
+                     AURA_BRK_PROBE);
+    assert_int_equal(x.holder, 0);
+    assert_int_equal(aura_breaker_verdict_held(&w, hs, &c, &g[5], 1, 1030),
+                     AURA_BRK_TO_CLOSED);   /* unrecorded: still decides */
+}
+
+/* The probe-timeout (the last resort for unrecorded probes) starts a new
+ * round: the lost round's verdicts no longer count. */
+static void test_held_ttl_round(void **state)
+{
+    aura_breaker_conf_t c;
+    volatile apr_uint64_t w = 0, hs[AURA_BRK_HOLDERS] = { 0 };
+    aura_breaker_grant_t lost, g;
+    aura_breaker_who_t big = { 1U << 23, 1000, NULL, NULL };
+
+    (void)state;
+    assert_int_equal(aura_breaker_conf_init(&c, 1, 1000, 1), APR_SUCCESS);
+    c.probe_ttl_ms = 5000;
+    open_at(&w, &c, 0);
+    assert_int_equal(aura_breaker_acquire_held(&w, hs, &c, 1000, &big,
+                                               &lost), AURA_BRK_PROBE);
+    assert_int_equal(aura_breaker_acquire_held(&w, hs, &c, 5999, &big, &g),
+                     AURA_BRK_DENY);
+    assert_int_equal(aura_breaker_acquire_held(&w, hs, &c, 6000, &big, &g),
+                     AURA_BRK_PROBE);
+    assert_int_equal(g.period, 6000);
+    assert_int_equal(aura_breaker_verdict_held(&w, hs, &c, &lost, 0, 6001),
+                     AURA_BRK_SAME);
+    aura_breaker_release_held(&w, hs, &lost);
+    expect_state(w, AURA_BRK_HALF_OPEN, 1, 1);
+    assert_int_equal(aura_breaker_verdict_held(&w, hs, &c, &g, 1, 6002),
+                     AURA_BRK_TO_CLOSED);
+}
+
+/* The round ends (another probe's failure, its records not yet
+ * cleared) between the look at the records and the take-over: the
+ * record goes back and the caller is decided again on the reopened
+ * breaker. */
+typedef struct {
+    volatile apr_uint64_t *w, *hs;
+    const aura_breaker_conf_t *c;
+    aura_breaker_grant_t *g;
+} race_t;
+
+static void end_round(void *arg)
+{
+    race_t *r = arg;
+
+    (void)r->hs;
+    (void)r->g;
+    aura_breaker_failure(r->w, r->c, AURA_BRK_PROBE, 1500);
+}
+
+static void test_held_round_ends(void **state)
+{
+    aura_breaker_conf_t c;
+    volatile apr_uint64_t w = 0, hs[AURA_BRK_HOLDERS] = { 0 };
+    aura_breaker_grant_t dead, other, g;
+    stub_t st = { { 1 }, 1, 0, NULL, NULL };
+    aura_breaker_who_t d = { 1, 60000, NULL, NULL };
+    aura_breaker_who_t o = { 2, 60000, NULL, NULL };
+    aura_breaker_who_t me = who_of(3, 60000, &st);
+    race_t r = { &w, hs, &c, &other };
+    int i;
+
+    (void)state;
+    assert_int_equal(aura_breaker_conf_init(&c, 1, 1000, 2), APR_SUCCESS);
+    open_at(&w, &c, 0);
+    aura_breaker_acquire_held(&w, hs, &c, 1000, &d, &dead);
+    aura_breaker_acquire_held(&w, hs, &c, 1000, &o, &other);
+    st.hook = end_round;
+    st.hook_arg = &r;
+    assert_int_equal(aura_breaker_acquire_held(&w, hs, &c, 1600, &me, &g),
+                     AURA_BRK_DENY);
+    assert_int_equal(g.retry_after_ms, 900);    /* the cooldown left */
+    assert_false(g.took_over);
+    expect_state(w, AURA_BRK_OPEN, 2, 0);
+    assert_int_equal(st.calls, 1);
+    assert_true(hs[0] == 0);                    /* given back */
+    for (i = 2; i < AURA_BRK_HOLDERS; i++) {
+        assert_true(hs[i] == 0);
+    }
+}
+
+/* Threads racing to take over the probes of four dead holders: each is
+ * taken exactly once. */
+typedef struct {
+    volatile apr_uint64_t *w, *hs;
+    const aura_breaker_conf_t *c;
+    pthread_barrier_t *start;
+    apr_uint32_t pid;
+    int took;
+} taker_t;
+
+static int dead_below_100(apr_uint32_t pid, void *baton)
+{
+    (void)baton;
+    return pid >= 100;
+}
+
+static void *taker(void *arg)
+{
+    taker_t *k = arg;
+    aura_breaker_who_t me = { k->pid, 60000, dead_below_100, NULL };
+    int i;
+
+    pthread_barrier_wait(k->start);
+    for (i = 0; i < NCALLS; i++) {
+        aura_breaker_grant_t g;
+
+        if (aura_breaker_acquire_held(k->w, k->hs, k->c, 2000, &me, &g)
+            == AURA_BRK_PROBE && g.took_over) {
+            k->took++;
+        }
+    }
+    return NULL;
+}
+
+static void test_threads_take_over(void **state)
+{
+    aura_breaker_conf_t c;
+    volatile apr_uint64_t w = 0, hs[AURA_BRK_HOLDERS] = { 0 };
+    pthread_t tid[NTHREADS];
+    taker_t k[NTHREADS];
+    pthread_barrier_t start;
+    apr_uint32_t pids[AURA_BRK_HOLDERS];
+    int i, took = 0;
+
+    (void)state;
+    assert_int_equal(aura_breaker_conf_init(&c, 1, 1000, 4), APR_SUCCESS);
+    open_at(&w, &c, 0);
+    for (i = 0; i < 4; i++) {
+        aura_breaker_who_t d = { 1 + i, 60000, NULL, NULL };
+        aura_breaker_grant_t g;
+
+        assert_int_equal(aura_breaker_acquire_held(&w, hs, &c, 1000, &d, &g),
+                         AURA_BRK_PROBE);
+    }
+    assert_int_equal(pthread_barrier_init(&start, NULL, NTHREADS), 0);
+    for (i = 0; i < NTHREADS; i++) {
+        k[i] = (taker_t){ &w, hs, &c, &start, 100 + i, 0 };
+        assert_int_equal(pthread_create(&tid[i], NULL, taker, &k[i]), 0);
+    }
+    for (i = 0; i < NTHREADS; i++) {
+        assert_int_equal(pthread_join(tid[i], NULL), 0);
+        took += k[i].took;
+    }
+    pthread_barrier_destroy(&start);
+    assert_int_equal(took, 4);
+    expect_state(w, AURA_BRK_HALF_OPEN, 1, 4);
+    assert_int_equal(holders_of(&w, hs, pids), 4);
+    for (i = 0; i < 4; i++) {
+        assert_true(pids[i] >= 100);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -657,6 +1084,14 @@ int main(void)
         cmocka_unit_test(test_threads_acquire),
         cmocka_unit_test(test_threads_failure),
         cmocka_unit_test(test_threads_churn),
+        cmocka_unit_test(test_held_late_failures),
+        cmocka_unit_test(test_held_late_probe),
+        cmocka_unit_test(test_held_dead_holder),
+        cmocka_unit_test(test_held_stale_holder),
+        cmocka_unit_test(test_held_unrecorded),
+        cmocka_unit_test(test_held_ttl_round),
+        cmocka_unit_test(test_held_round_ends),
+        cmocka_unit_test(test_threads_take_over),
     };
 
     return cmocka_run_group_tests_name("breaker", tests, NULL, NULL);

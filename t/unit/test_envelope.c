@@ -746,6 +746,29 @@ static const encode_case_t encode_cases[] = {
         },
         { "x-hop" },
     },
+    {
+        /* Another module may put any bytes in r->headers_in: a name
+         * that is not a token or a value with a control character would
+         * end or add a NATS header line (see fuzz/fuzz_envelope.c). */
+        "fields that are not HTTP are not sent", "#15",
+        "GET", "/f", NULL, "r", "data",
+        {
+            { "X-A\r\nAura-Role", "admin" },
+            { "X A", "1" },
+            { "X-B", "1\r\nAura-Role: admin" },
+            { "X-C", "a\x01b" },
+            { "X-D", "a\tb \xe9" },
+        },
+        {
+            { "Aura-Method", "GET" },
+            { "Aura-Path", "/f" },
+            { "Aura-Request-Id", "r" },
+            { "Aura-Plane", "data" },
+            { "x-d", "a\tb \xe9" },
+        },
+        { "Aura-Role", "aura-role", "x-a\r\naura-role", "x a", "x-b",
+          "x-c" },
+    },
 };
 
 static const encode_id_case_t encode_id_cases[] = {
@@ -812,6 +835,40 @@ static const encode_id_case_t encode_id_cases[] = {
         "p", "anon",
         "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
         "kept=1",
+    },
+    { {
+        /* nats.c 3.4.1 takes a key that is a prefix of one already there,
+         * with the same hash, for that key: Add("trace") added to the
+         * gateway's traceparent (found by fuzz/fuzz_envelope.c).  Such
+         * a client header is dropped; a repeated one stays repeated. */
+        "a client header nats.c takes for a gateway header is dropped",
+        "#15 nats.c header key collisions",
+        "GET", "/v1/t", NULL, "gw", "data",
+        {
+            { "Trace", "forged-1" },
+            { "Tracepa", "forged-2" },
+            { "Trac", "forged-3" },
+            { "Traces", "forged-4" },
+            { "X-Multi", "one" },
+            { "X-Multi", "two" },
+        },
+        {
+            { "Aura-Method", "GET" },
+            { "Aura-Path", "/v1/t" },
+            { "Aura-Request-Id", "gw" },
+            { "Aura-Plane", "data" },
+            { "Aura-Project", "p" },
+            { "Aura-Role", "anon" },
+            { "traceparent",
+              "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" },
+            { "tracestate", "gw=1" },
+            { "x-multi", "one" },
+            { "x-multi", "two" },
+        },
+        { "connection" } },
+        "p", "anon",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        "gw=1",
     },
 };
 
@@ -1278,6 +1335,45 @@ static const decode_case_t decode_cases[] = {
         { { "Aura-Status", "200" }, { "aura-status", "abc" } },
         NULL, 0,
         APR_EINVAL, 0, { { NULL, NULL } },
+    },
+    /* nats.c runs a header line without a colon on into the next one:
+     * the key then holds CR LF and the next header (found by
+     * fuzz/fuzz_envelope.c).  Not HTTP: refused, never copied. */
+    {
+        "header name holding CR LF and a second header", "#15",
+        { { "Aura-Status", "200" }, { "X-A\r\nX-Request-Id", "2" } },
+        NULL, 0,
+        APR_EINVAL, 0, { { NULL, NULL } },
+    },
+    {
+        "header name that is not a token", "#15",
+        { { "Aura-Status", "200" }, { "X-A\xff", "1" } },
+        NULL, 0,
+        APR_EINVAL, 0, { { NULL, NULL } },
+    },
+    {
+        "header name with a space", "#15",
+        { { "Aura-Status", "200" }, { "X A", "1" } },
+        NULL, 0,
+        APR_EINVAL, 0, { { NULL, NULL } },
+    },
+    {
+        "header value holding CR LF", "#15",
+        { { "Aura-Status", "200" }, { "X-A", "1\r\nSet-Cookie: s=1" } },
+        NULL, 0,
+        APR_EINVAL, 0, { { NULL, NULL } },
+    },
+    {
+        "header value holding a control character", "#15",
+        { { "Aura-Status", "200" }, { "X-A", "1\x01" } },
+        NULL, 0,
+        APR_EINVAL, 0, { { NULL, NULL } },
+    },
+    {
+        "header value with a tab and obs-text is kept", "#15",
+        { { "Aura-Status", "200" }, { "X-A", "a\tb \xe9" } },
+        NULL, 0,
+        APR_SUCCESS, 200, { { "X-A", "a\tb \xe9" } },
     },
 };
 

@@ -105,7 +105,8 @@ sub free_ports {
 # A second, private httpd with the freshly built modules, for what the
 # main test server cannot show (a second gateway instance, start and
 # stop).  Writes $dir/httpd.conf: the common head (event MPM, modules,
-# one Listen port, $children child processes) then $body, where __PORT__
+# one Listen port, $children child processes of $threads threads, 4
+# unless said) then $body, where __PORT__
 # stands for the port.  Returns ($port, $httpd_command_prefix); the
 # caller starts it with "$cmd -k start" and stops it with "-k stop".
 sub private_httpd {
@@ -115,6 +116,7 @@ sub private_httpd {
     my $top = t_dir() . '/..';
     my $mods = '/usr/lib/apache2/modules';
     my $n = $o{children} || 2;
+    my $t = $o{threads} || 4;
     (my $body = $o{body} || '') =~ s/__PORT__/$port/g;
     open(my $fh, '>', "$dir/httpd.conf") or die "$dir/httpd.conf: $!";
     print $fh <<"CONF";
@@ -133,10 +135,10 @@ LoadModule proxy_http_module $mods/mod_proxy_http.so
 LoadModule aura_proxy_module $top/mod_aura_proxy/mod_aura_proxy.so
 StartServers $n
 ServerLimit $n
-ThreadsPerChild 4
-MaxRequestWorkers @{[ 4 * $n ]}
+ThreadsPerChild $t
+MaxRequestWorkers @{[ $t * $n ]}
 MinSpareThreads 1
-MaxSpareThreads @{[ 4 * $n ]}
+MaxSpareThreads @{[ $t * $n ]}
 $body
 CONF
     close $fh;
