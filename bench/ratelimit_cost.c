@@ -202,10 +202,10 @@ static int reply_well_formed(const redisReply *reply)
 {
     size_t i;
 
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 4) {
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 6) {
         return 0;
     }
-    for (i = 0; i < 4; i++) {
+    for (i = 0; i < 6; i++) {
         if (reply->element[i]->type != REDIS_REPLY_INTEGER
             || reply->element[i]->integer < 0) {
             return 0;

@@ -12,6 +12,7 @@
 #include "aura_limiter.h"
 #include "aura_breaker_fsm.h"
 #include "aura_cap.h"
+#include "aura_fallback.h"
 
 #include "http_log.h"
 #include "apr_shm.h"
@@ -302,16 +303,31 @@ typedef struct {
     apr_int64_t remaining;      /* requests left in the window (>= 0) */
     apr_int64_t reset_ms;       /* ms until the current window ends */
     apr_int64_t retry_after_ms; /* refused: ms until one would pass */
+    apr_int64_t count;          /* Redis: the window's count after this */
+    apr_uint64_t window;        /* Redis: the window's number */
 } aura_quota_result_t;
+/* Local admissions handed over to Redis (aura_fallback.h): count
+ * requests of window number window, where the instance had last seen
+ * Redis count seen; instances is AuraInstances. */
+typedef struct {
+    apr_int64_t count;
+    apr_uint64_t window;
+    apr_int64_t seen;
+    apr_int64_t instances;
+} aura_quota_handover_t;
 void aura_redis_child_init(apr_pool_t *pchild, server_rec *s);
 int aura_redis_configured(void);
+apr_interval_time_t aura_redis_call_max(void);
 /* One check-and-count of key against limit per window_ms, for up to
- * want requests at once.  APR_SUCCESS with *out filled, or an error
+ * want requests at once, after the hand-over h (NULL: none).
+ * APR_SUCCESS with *out filled, or an error
  * status (connect, timeout, bad reply): the caller then falls back and
  * feeds the Redis breaker. */
 apr_status_t aura_redis_quota(request_rec *r, const char *key,
                               apr_int64_t limit, apr_int64_t window_ms,
-                              apr_int64_t want, aura_quota_result_t *out);
+                              apr_int64_t want,
+                              const aura_quota_handover_t *h,
+                              aura_quota_result_t *out);
 
 /* aura_config.c */
 extern const command_rec aura_cmds[];
@@ -467,9 +483,13 @@ typedef struct {
     volatile apr_uint64_t rejected;  /* refused (429) */
     volatile apr_uint64_t full_logged; /* second of its last "full" line */
 } aura_shm_table_t;
-/* Table n (1-based), its slots and sets; NULL when there is none. */
+/* Table n (1-based), its slots and sets; NULL when there is none.  The
+ * slots of table AURA_TABLE_ACTOR are records of aura_fallback.h: take
+ * them with aura_shm_actor_table(), never as limiter slots. */
 aura_shm_table_t *aura_shm_table(int n, aura_limiter_slot_t **slots,
                                  apr_uint64_t *sets);
+aura_shm_table_t *aura_shm_actor_table(aura_fallback_slot_t **slots,
+                                       apr_uint64_t *sets);
 /* The table of a zone name (1-based), 0 when it has none. */
 int aura_shm_zone_table(const char *name);
 const unsigned char *aura_shm_hash_key(void);

@@ -7,11 +7,16 @@
  * Shared by every gateway instance through one Lua script in Redis
  * (aura_redis.c), a sliding-window counter.  Redis sits behind a breaker
  * in the shared segment: after a failure every child decides locally,
- * from the shared table of aura_limiter.c, with this instance's share of
- * the limit (limit / AuraInstances), until AuraRedisRetryInterval has
- * passed and one probe finds Redis answering again.  An outage thus
- * neither opens the gates nor locks everyone out, and the switch is
- * logged once each way, not per request.
+ * from the instance's records of aura_fallback.h, with this instance's
+ * share of what Redis had not yet counted in the window (limit minus
+ * the count Redis last gave, / AuraInstances), until
+ * AuraRedisRetryInterval has passed and one probe finds Redis answering
+ * again; the first call of an actor then hands its local admissions
+ * over to Redis.  An outage thus neither opens the gates nor locks
+ * everyone out, nor lets the windows of the failure and of the return
+ * admit more than the limit (up to the tolerance in
+ * docs/rate-limits.md), and the switch is logged once each way, not per
+ * request.
  *
  * Leases.  A round trip to Redis per request was most of what the whole
  * policy cost (a context switch each way, and Redis's CPU).  For a
@@ -183,16 +188,69 @@ static void lease_keep(apr_uint64_t key, const aura_quota_result_t *res)
     pthread_mutex_unlock(&lease_lock);
 }
 
-/* APR_SUCCESS when Redis decided; otherwise the caller falls back. */
+static apr_int64_t instances_of(const request_rec *r)
+{
+    const aura_server_conf_t *c = aura_server_conf(r->server);
+
+    return c->instances != AURA_UNSET && c->instances > 0 ? c->instances
+                                                           : 1;
+}
+
+/* The number of the quota's current window, as the script numbers
+ * them (ms since the epoch / window ms), and *reset_ms until it ends. */
+static apr_uint64_t window_now(const aura_quota_t *q, apr_int64_t *reset_ms)
+{
+    apr_uint64_t now = (apr_uint64_t)apr_time_as_msec(apr_time_now());
+    apr_uint64_t w = (apr_uint64_t)q->window_s * 1000;
+
+    if (reset_ms) {
+        *reset_ms = (apr_int64_t)(w - now % w);
+    }
+    return now / w;
+}
+
+/* The actor's record in this instance's fallback table, found or taken
+ * (kept for two windows: the current one and the hand-over of it in the
+ * next); NULL when there is no table or its set is full, *full then
+ * says which. */
+static aura_fallback_slot_t *fallback_record(const char *id,
+                                             const aura_quota_t *q,
+                                             int *full)
+{
+    aura_fallback_slot_t *slots, *slot;
+    apr_uint64_t sets, key;
+
+    *full = 0;
+    if (!aura_shm_actor_table(&slots, &sets)
+        || !(key = quota_key("actor", id, q))) {
+        return NULL;
+    }
+    slot = aura_fallback_slot(slots, sets, key, aura_clock_ns(),
+                              2 * (apr_uint64_t)q->window_s
+                              * APR_UINT64_C(1000000000));
+    *full = slot == NULL;
+    return slot;
+}
+
+/* APR_SUCCESS when Redis decided; otherwise the caller falls back.
+ * Each answer is kept in the actor's record (the count a fallback
+ * starts from), and the first call after local decisions hands them
+ * over to Redis (aura_fallback.h). */
 static apr_status_t decide_redis(request_rec *r, const char *id,
                                  const aura_quota_t *q,
                                  aura_quota_result_t *out)
 {
     volatile apr_uint64_t *word = aura_shm_breaker(AURA_BREAKER_REDIS);
+    volatile apr_uint64_t *holders =
+        aura_shm_breaker_holders(AURA_BREAKER_REDIS);
     apr_int64_t want = lease_size(q);
+    aura_quota_handover_t h;
+    aura_fallback_slot_t *rec;
     apr_uint64_t key = 0;
-    aura_breaker_ticket_e t;
+    aura_breaker_grant_t g;
+    aura_breaker_who_t who;
     apr_status_t rv;
+    int full;
 
     if (!aura_redis_configured() || !word) {
         return APR_ENOTIMPL;
@@ -204,75 +262,107 @@ static apr_status_t decide_redis(request_rec *r, const char *id,
             return APR_SUCCESS;
         }
     }
-    t = aura_breaker_acquire(word, &redis_breaker, now_ms(), NULL, NULL);
-    if (t == AURA_BRK_DENY) {
+    /* The probe is recorded with this process: one lost with a child
+     * killed mid-call is taken over by the next call (issue #16), not
+     * left half-open for good. */
+    aura_breaker_who(&who, aura_redis_call_max());
+    aura_breaker_acquire_held(word, holders, &redis_breaker, now_ms(), &who,
+                              &g);
+    if (g.took_over) {
+        aura_count(AURA_CTR_BREAKER_PROBE_RECOVERED);
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, AURA_LOGNO(01206)
+                      "Redis breaker: the probe held by process %u was "
+                      "lost (the process is gone, or the probe outlived "
+                      "its call); this call is the probe now", g.lost_pid);
+    }
+    if (g.ticket == AURA_BRK_DENY) {
         return APR_EAGAIN;
+    }
+    memset(&h, 0, sizeof(h));
+    rec = fallback_record(id, q, &full);
+    if (rec) {
+        h.count = aura_fallback_claim(rec, window_now(q, NULL), &h.window);
+        h.seen = h.count ? aura_fallback_seen_count(rec, h.window) : 0;
+        h.instances = instances_of(r);
     }
     /* The hash tag keeps both windows of an actor in one cluster slot;
      * the window length is part of the key because the script numbers
      * windows by it. */
     rv = aura_redis_quota(r, apr_psprintf(r->pool, "aura:q:{%s}:%"
                                           APR_INT64_T_FMT, id, q->window_s),
-                          q->limit, q->window_s * 1000, want, out);
+                          q->limit, q->window_s * 1000, want,
+                          h.count ? &h : NULL, out);
+    if (h.count) {
+        /* A failed call may still have counted them (a timeout after the
+         * script ran): they stay unreported, counted twice rather than
+         * never. */
+        aura_fallback_settle(rec, h.window, h.count, rv == APR_SUCCESS);
+    }
     if (rv == APR_SUCCESS) {
+        if (rec) {
+            aura_fallback_seen(rec, out->window, out->count);
+        }
+        if (h.count) {
+            ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(01100)
+                          "actor %s: %" APR_INT64_T_FMT " requests admitted "
+                          "locally in window %" APR_UINT64_T_FMT " handed "
+                          "over to Redis, which counts %" APR_INT64_T_FMT
+                          " in window %" APR_UINT64_T_FMT, id, h.count,
+                          h.window, out->count, out->window);
+        }
         if (key) {
             lease_keep(key, out);
         }
-        aura_breaker_success(word, &redis_breaker, t, now_ms());
+        aura_breaker_verdict_held(word, holders, &redis_breaker, &g, 1,
+                                  now_ms());
         redis_state_change(r, 0, rv);
         aura_count(AURA_CTR_ACTOR_REDIS);
         return APR_SUCCESS;
     }
     aura_count(AURA_CTR_REDIS_ERRORS);
-    if (aura_breaker_failure(word, &redis_breaker, t, now_ms())
-        == AURA_BRK_TO_OPEN) {
+    if (aura_breaker_verdict_held(word, holders, &redis_breaker, &g, 0,
+                                  now_ms()) == AURA_BRK_TO_OPEN) {
         redis_state_change(r, 1, rv);
     }
     return rv;
 }
 
-/* This instance's share of the limit, from the shared table: GCRA with
- * the share as burst and as rate per window. */
+/* This instance's budget in the current window (aura_fallback.h): its
+ * share of what Redis had not yet counted when last asked, fixed
+ * windows aligned as Redis's. */
 static void decide_local(request_rec *r, const char *id,
                          const aura_quota_t *q, aura_quota_result_t *out)
 {
-    const aura_server_conf_t *c = aura_server_conf(r->server);
-    apr_int64_t instances = c->instances != AURA_UNSET ? c->instances : 1;
-    apr_int64_t share = q->limit / instances;
-    aura_limiter_slot_t *slots;
-    aura_gcra_result_t res;
-    apr_uint64_t sets, key;
-    aura_gcra_t g;
+    apr_int64_t instances = instances_of(r), reset_ms;
+    apr_uint64_t window = window_now(q, &reset_ms);
+    aura_fallback_result_t res;
+    aura_fallback_slot_t *rec;
+    int full;
 
-    share = share > 0 ? share : 1;
     aura_count(AURA_CTR_ACTOR_FALLBACK);
     memset(out, 0, sizeof(*out));
     out->admitted = 1;
-    out->limit = share;
-    out->remaining = share;
-    if (!aura_shm_table(AURA_TABLE_ACTOR, &slots, &sets)
-        || aura_gcra_init(&g, (apr_uint64_t)share,
-                          (apr_uint64_t)q->window_s,
-                          (apr_uint64_t)share) != APR_SUCCESS) {
+    out->limit = aura_fallback_budget(q->limit, instances, 0);
+    out->remaining = out->limit;
+    out->reset_ms = reset_ms;
+    if (!(rec = fallback_record(id, q, &full))) {
+        if (full) {
+            /* No record: admitted, and the whole share is what it
+             * knows. */
+            aura_limiter_full(r, AURA_TABLE_ACTOR);
+        }
+        else if (!quota_key("actor", id, q)) {
+            /* Unreachable (see aura_limit_actor()): refused, not
+             * shared. */
+            out->admitted = 0;
+            out->retry_after_ms = 1000;
+        }
         return;
     }
-    if (!(key = quota_key("actor", id, q))) {
-        /* Unreachable (see aura_limit_actor()): refused, not shared. */
-        out->admitted = 0;
-        out->retry_after_ms = 1000;
-        return;
-    }
-    if (aura_limiter_take(slots, sets, key, &g,
-                          aura_clock_ns(), &res) == AURA_LIMIT_FULL) {
-        /* No slot: admitted, and the whole share is what it knows. */
-        aura_limiter_full(r, AURA_TABLE_ACTOR);
-        return;
-    }
+    aura_fallback_take(rec, q->limit, instances, window, &res);
     out->admitted = res.admitted;
-    out->remaining = (apr_int64_t)res.remaining;
-    out->reset_ms = (apr_int64_t)(res.reset / NS_PER_MS);
-    out->retry_after_ms =
-        (apr_int64_t)aura_ceil_div(res.retry_after, NS_PER_MS);
+    out->remaining = res.budget - res.used;
+    out->retry_after_ms = res.admitted ? 0 : reset_ms;
 }
 
 AURA_DECLARE(int) aura_limit_actor(request_rec *r)

@@ -68,6 +68,10 @@
  * firewall or NAT may have dropped silently is not worth a timeout. */
 #define AURA_REDIS_IDLE_TTL apr_time_from_sec(60)
 
+/* ARGV of the quota script: limit, window, want, and the hand-over's
+ * count, window, seen count and instances (aura_quota_script.h). */
+#define SCRIPT_ARGS 7
+
 #include "aura_quota_script.h"
 
 typedef struct {
@@ -257,21 +261,28 @@ void aura_redis_child_init(apr_pool_t *pchild, server_rec *s)
     apr_reslist_timeout_set(redis_pool, redis_timeout);
 }
 
+/* The longest a quota call can take: a pooled connection waited for,
+ * then the call, each within AuraRedisTimeout. */
+apr_interval_time_t aura_redis_call_max(void)
+{
+    return 2 * redis_timeout;
+}
+
 int aura_redis_configured(void)
 {
     return redis_pool != NULL;
 }
 
-/* {granted 0..want, remaining, reset_ms, retry_after_ms}, none
- * negative. */
+/* {granted 0..want, remaining, reset_ms, retry_after_ms, count,
+ * window}, none negative. */
 static int reply_well_formed(const redisReply *reply, apr_int64_t want)
 {
     size_t i;
 
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 4) {
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 6) {
         return 0;
     }
-    for (i = 0; i < 4; i++) {
+    for (i = 0; i < 6; i++) {
         if (reply->element[i]->type != REDIS_REPLY_INTEGER
             || reply->element[i]->integer < 0) {
             return 0;
@@ -310,6 +321,8 @@ static apr_status_t read_result(request_rec *r, const redisReply *reply,
     out->remaining = reply->element[1]->integer;
     out->reset_ms = reply->element[2]->integer;
     out->retry_after_ms = reply->element[3]->integer;
+    out->count = reply->element[4]->integer;
+    out->window = (apr_uint64_t)reply->element[5]->integer;
     return APR_SUCCESS;
 }
 
@@ -322,20 +335,22 @@ static int is_noscript(const redisReply *reply)
 /* EVALSHA, and EVAL when Redis does not know the script.  NULL when the
  * context failed (*err_no: errno right after). */
 static redisReply *run_script(request_rec *r, redisContext *c,
-                              const char *key, const char *limit,
-                              const char *window, const char *want,
+                              const char *key,
+                              const char *const args[SCRIPT_ARGS],
                               int *err_no)
 {
-    const char *argv[7] = { "EVALSHA", script_sha, "1", key, limit, window,
-                            want };
-    size_t argvlen[7];
+    const char *argv[4 + SCRIPT_ARGS] = { "EVALSHA", script_sha, "1", key };
+    size_t argvlen[4 + SCRIPT_ARGS];
     redisReply *reply;
     int i;
 
-    for (i = 0; i < 7; i++) {
+    for (i = 0; i < SCRIPT_ARGS; i++) {
+        argv[4 + i] = args[i];
+    }
+    for (i = 0; i < 4 + SCRIPT_ARGS; i++) {
         argvlen[i] = strlen(argv[i]);
     }
-    reply = redisCommandArgv(c, 7, argv, argvlen);
+    reply = redisCommandArgv(c, 4 + SCRIPT_ARGS, argv, argvlen);
     *err_no = errno;
     if (reply && is_noscript(reply)) {
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(00076)
@@ -346,7 +361,7 @@ static redisReply *run_script(request_rec *r, redisContext *c,
         argv[1] = quota_script;
         argvlen[0] = 4;
         argvlen[1] = sizeof(quota_script) - 1;
-        reply = redisCommandArgv(c, 7, argv, argvlen);
+        reply = redisCommandArgv(c, 4 + SCRIPT_ARGS, argv, argvlen);
         *err_no = errno;
     }
     return reply;
@@ -355,7 +370,8 @@ static redisReply *run_script(request_rec *r, redisContext *c,
 /* One attempt on one pooled context; *stale when that context had been
  * closed by Redis while idle in the pool (another one may work). */
 static apr_status_t quota_once(request_rec *r, const char *key,
-                               const char *const args[3], apr_int64_t limit,
+                               const char *const args[SCRIPT_ARGS],
+                               apr_int64_t limit,
                                apr_int64_t want, aura_quota_result_t *out,
                                int *stale)
 {
@@ -377,8 +393,7 @@ static apr_status_t quota_once(request_rec *r, const char *key,
         }
         return rv;
     }
-    reply = run_script(r, conn->ctx, key, args[0], args[1], args[2],
-                       &err_no);
+    reply = run_script(r, conn->ctx, key, args, &err_no);
     if (!reply || conn->ctx->err) {
         rv = context_status(conn->ctx, err_no);
         *stale = conn->reused && closed_under_us(conn->ctx, err_no);
@@ -403,10 +418,13 @@ static apr_status_t quota_once(request_rec *r, const char *key,
 
 apr_status_t aura_redis_quota(request_rec *r, const char *key,
                               apr_int64_t limit, apr_int64_t window_ms,
-                              apr_int64_t want, aura_quota_result_t *out)
+                              apr_int64_t want,
+                              const aura_quota_handover_t *h,
+                              aura_quota_result_t *out)
 {
-    char limit_s[24], window_s[24], want_s[24];
-    const char *const args[3] = { limit_s, window_s, want_s };
+    char s[SCRIPT_ARGS][24];
+    const char *const args[SCRIPT_ARGS] = { s[0], s[1], s[2], s[3], s[4],
+                                            s[5], s[6] };
     apr_status_t rv;
     int stale, tries;
 
@@ -417,9 +435,17 @@ apr_status_t aura_redis_quota(request_rec *r, const char *key,
     if (!key || limit < 1 || window_ms < 1 || want < 1) {
         return APR_EINVAL;
     }
-    apr_snprintf(limit_s, sizeof(limit_s), "%" APR_INT64_T_FMT, limit);
-    apr_snprintf(window_s, sizeof(window_s), "%" APR_INT64_T_FMT, window_ms);
-    apr_snprintf(want_s, sizeof(want_s), "%" APR_INT64_T_FMT, want);
+    apr_snprintf(s[0], sizeof(s[0]), "%" APR_INT64_T_FMT, limit);
+    apr_snprintf(s[1], sizeof(s[1]), "%" APR_INT64_T_FMT, window_ms);
+    apr_snprintf(s[2], sizeof(s[2]), "%" APR_INT64_T_FMT, want);
+    apr_snprintf(s[3], sizeof(s[3]), "%" APR_INT64_T_FMT,
+                 h && h->count > 0 ? h->count : 0);
+    apr_snprintf(s[4], sizeof(s[4]), "%" APR_UINT64_T_FMT,
+                 h ? h->window : 0);
+    apr_snprintf(s[5], sizeof(s[5]), "%" APR_INT64_T_FMT,
+                 h && h->seen > 0 ? h->seen : 0);
+    apr_snprintf(s[6], sizeof(s[6]), "%" APR_INT64_T_FMT,
+                 h && h->instances > 0 ? h->instances : 1);
     /* After a Redis restart every idle context of the pool is closed:
      * each one fails at once (no timeout is spent), and at most the whole
      * pool plus one fresh context is tried. */

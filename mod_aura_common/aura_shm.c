@@ -63,7 +63,7 @@
  *   |                             |  tables: 1 = the actor fallback,
  *   |                             |  2.. = the zones in name order
  *   +-----------------------------+ table 1's offset
- *   | aura_limiter_slot_t         |  the actor fallback's GCRA table
+ *   | aura_fallback_slot_t        |  the actor fallback's records
  *   |   [sets * 8]                |  (AuraRateLimitEntries)
  *   +-----------------------------+ table 2's offset ...
  *   | aura_limiter_slot_t         |  one GCRA table per zone (its
@@ -156,12 +156,23 @@ static const aura_layout_row_t layout_rows[] = {
     M(aura_shm_table_t, rejected), M(aura_shm_table_t, full_logged),
     AURA_LAYOUT_STRUCT(aura_limiter_slot_t),
     M(aura_limiter_slot_t, key), M(aura_limiter_slot_t, tat),
+    AURA_LAYOUT_STRUCT(aura_fallback_slot_t),
+    M(aura_fallback_slot_t, key), M(aura_fallback_slot_t, until),
+    M(aura_fallback_slot_t, seen), M(aura_fallback_slot_t, local),
     AURA_LAYOUT_STRUCT(aura_target_slot_t),
     M(aura_target_slot_t, key), M(aura_target_slot_t, word),
     M(aura_target_slot_t, used), M(aura_target_slot_t, holders),
     M(aura_target_slot_t, name),
 };
 #undef M
+
+/* The size of a record of table i (0-based): the actor fallback's
+ * records are aura_fallback.h's, the zones' aura_limiter.h's. */
+static apr_uint64_t slot_size(apr_uint64_t i)
+{
+    return i == 0 ? sizeof(aura_fallback_slot_t)
+                  : sizeof(aura_limiter_slot_t);
+}
 
 /* One rate-limit table of the geometry. */
 typedef struct {
@@ -291,9 +302,10 @@ static const char *geometry_of(apr_pool_t *pconf, apr_pool_t *p,
     }
     for (i = 0; i < g->ntables; i++) {
         g->t[i].offset = off;
-        /* sets <= 2^21 (entries <= 2^24), slots of 16 bytes: no wrap. */
+        /* sets <= 2^21 (entries <= 2^24), slots of 32 bytes at most:
+         * no wrap. */
         if (!grow(&off, g->t[i].sets * AURA_LIMITER_WAYS
-                        * sizeof(aura_limiter_slot_t))) {
+                        * slot_size((apr_uint64_t)i))) {
             return apr_psprintf(p, "the rate-limit tables need more than "
                                 "the %" APR_UINT64_T_FMT " MiB a segment "
                                 "may have (at %s)",
@@ -349,6 +361,20 @@ aura_shm_table_t *aura_shm_table(int n, aura_limiter_slot_t **slots,
     }
     t = directory(shm_base) + (n - 1);
     *slots = (aura_limiter_slot_t *)((char *)shm_base + t->offset);
+    *sets = t->sets;
+    return t;
+}
+
+aura_shm_table_t *aura_shm_actor_table(aura_fallback_slot_t **slots,
+                                       apr_uint64_t *sets)
+{
+    aura_shm_table_t *t;
+
+    if (!shm_base || shm_base->tables < AURA_TABLE_ACTOR) {
+        return NULL;
+    }
+    t = directory(shm_base) + (AURA_TABLE_ACTOR - 1);
+    *slots = (aura_fallback_slot_t *)((char *)shm_base + t->offset);
     *sets = t->sets;
     return t;
 }
@@ -534,7 +560,7 @@ static const char *check_directory(const aura_shm_header_t *h,
         }
         if (d[i].offset % 64 || d[i].offset < end
             || d[i].offset > h->targets_offset
-            || sets * AURA_LIMITER_WAYS * sizeof(aura_limiter_slot_t)
+            || sets * AURA_LIMITER_WAYS * slot_size(i)
                > h->targets_offset - d[i].offset) {
             return apr_psprintf(p, "table %" APR_UINT64_T_FMT " (%s) lies "
                                 "outside its place", i + 1, name);
@@ -544,10 +570,24 @@ static const char *check_directory(const aura_shm_header_t *h,
             return apr_psprintf(p, "table %" APR_UINT64_T_FMT " (%s) is "
                                 "out of order", i + 1, name);
         }
-        end = d[i].offset
-              + sets * AURA_LIMITER_WAYS * sizeof(aura_limiter_slot_t);
+        end = d[i].offset + sets * AURA_LIMITER_WAYS * slot_size(i);
     }
     return NULL;
+}
+
+/* A walk of table i (0-based) of h, by the validator of its records. */
+static apr_status_t census(aura_shm_header_t *h, apr_uint64_t i,
+                           apr_uint64_t now, aura_limiter_census_t *c)
+{
+    aura_shm_table_t *t = directory(h) + i;
+    char *slots = (char *)h + t->offset;
+
+    if (i == 0) {
+        return aura_fallback_validate((aura_fallback_slot_t *)slots,
+                                      t->sets, now, c);
+    }
+    return aura_limiter_validate((aura_limiter_slot_t *)slots, t->sets,
+                                 now, c);
 }
 
 /* The directory, then every slot of every table (aura_limiter_validate,
@@ -567,9 +607,7 @@ static const char *validate(aura_shm_header_t *h, apr_pool_t *p)
         aura_shm_table_t *t = directory(h) + i;
         aura_limiter_census_t c;
 
-        if (aura_limiter_validate((aura_limiter_slot_t *)((char *)h
-                                                          + t->offset),
-                                  t->sets, now, &c) != APR_SUCCESS) {
+        if (census(h, i, now, &c) != APR_SUCCESS) {
             why = apr_psprintf(p, "table %" APR_UINT64_T_FMT " (%s): %"
                                APR_UINT64_T_FMT " keys in the wrong set",
                                i + 1, t->name, c.misplaced);
@@ -851,9 +889,7 @@ static void describe_tables(json_t *obj, int walk, apr_pool_t *p)
         if (walk) {
             aura_limiter_census_t c;
 
-            aura_limiter_validate((aura_limiter_slot_t *)((char *)shm_base
-                                                          + t->offset),
-                                  t->sets, now, &c);
+            census(shm_base, i, now, &c);
             json_object_set_new(o, "used", json_integer((json_int_t)c.used));
             json_object_set_new(o, "limited",
                                 json_integer((json_int_t)c.limited));

@@ -8,8 +8,9 @@
 # - admitted requests carry the remaining quota; a refused one reaches
 #   no service and is not counted in Redis;
 # - Redis stopped: the local share (6 / 2 instances = 3) takes over,
-#   logged once; Redis back: shared again (the script loaded again after
-#   NOSCRIPT), logged once.
+#   logged once, except for an actor that Redis had counted in the same
+#   window: it counts on from there (issue #16); Redis back: shared again
+#   (the script loaded again after NOSCRIPT), logged once.
 use strict;
 use warnings FATAL => 'all';
 
@@ -24,7 +25,7 @@ use Aura::Test qw(problem_ok new_reqid exec_count mint redis_stop
                   wait_until);
 use Aura::Load qw(counters);
 
-plan tests => 4 + 4 + 1 + 3 + 3 + 2 + 7 + 5 + 5;
+plan tests => 4 + 4 + 1 + 3 + 3 + 2 + 8 + 5 + 5;
 
 Apache::TestRequest::module('aura_limits');
 my $base = 'http://' . Apache::TestRequest::hostport();
@@ -66,6 +67,7 @@ problem_ok(GET('/v1/limit/quota/x', apikey => $ANON, 'X-Request-Id' => $id),
 is(exec_count($id), 0, 'the refused request reached no service');
 
 # --- no plan quota: the Location's (6 per 60 s) ----------------------------
+my $mongo_at = time;
 my ($m, $last) = run(7, '/v1/limit/quota/x', apikey => $MONGO);
 is_deeply($m, [(200) x 6, 429], 'plan free has no AuraPlanQuota: 6');
 like($last->header('Retry-After') // '', qr/^[1-9]\d*$/, 'Retry-After');
@@ -101,12 +103,21 @@ is_deeply($down, [200, 200, 200, 429, 429],
           'Redis down: 6 / 2 instances = 3 per instance');
 is($dres->header('RateLimit-Policy'), '"actor";q=3;w=60',
    'the policy says the share');
-my ($more) = run(3, '/v1/limit/free/x', apikey => $MONGO);
+my ($more) = run(3, '/v1/limit/free/x', apikey => $ANON,
+                 Authorization => 'Bearer ' . token("frank-$tag"));
 is_deeply($more, [200, 200, 200], 'other actors keep flowing');
+# Issue #16: the key of plan free used its 6 through Redis in this
+# 60-s window; the fallback counts on from Redis's 6, not from a full
+# share of 3 on top (before 0.5.0 this was [200, 200, 200]).  In the
+# rare run where a window edge fell in between, the share is whole.
+my ($spent) = run(2, '/v1/limit/free/x', apikey => $MONGO);
+is_deeply($spent, int($mongo_at / 60) == int(time / 60) ? [429, 429]
+                                                         : [200, 200],
+          'an actor Redis counted in this window counts on from there');
 my @down_lines = grep { /AURA00082/ } split /\n/, error_log_since($log0);
 is(scalar @down_lines, 1, 'the switch is logged once, not per request');
 my $c2 = counters($base);
-ok($c2->{actor_fallback} - $c1->{actor_fallback} >= 8,
+ok($c2->{actor_fallback} - $c1->{actor_fallback} >= 10,
    'decided by the local fallback');
 ok($c2->{redis_errors} > $c1->{redis_errors}, 'the failure counted');
 ok($c2->{redis_errors} - $c1->{redis_errors} <= 2,
