@@ -200,6 +200,7 @@ void *aura_create_dir_conf(apr_pool_t *p, char *dir)
     d->stream_max = AURA_UNSET;
     d->token_project_claim = NULL;
     d->stream_ack_prefix = NULL;
+    d->abandon_check = AURA_UNSET;
     d->max_in_flight = AURA_UNSET;
     return d;
 }
@@ -261,6 +262,7 @@ void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
                                        add->token_project_claim);
     d->stream_ack_prefix = merge_ptr(base->stream_ack_prefix,
                                      add->stream_ack_prefix);
+    d->abandon_check = merge_int(base->abandon_check, add->abandon_check);
     d->max_in_flight = merge_int(base->max_in_flight, add->max_in_flight);
     return d;
 }
@@ -626,6 +628,13 @@ static const char *set_health_detail(cmd_parms *cmd, void *dirv, int on)
 
     (void)cmd;
     d->health_detail = on;
+    return NULL;
+}
+
+static const char *set_abandon_check(cmd_parms *cmd, void *dirv, int on)
+{
+    (void)cmd;
+    ((aura_dir_conf_t *)dirv)->abandon_check = on;
     return NULL;
 }
 
@@ -1049,6 +1058,10 @@ const command_rec aura_cmds[] = {
                   "Upstream budget of this Location (all attempts)"),
     AP_INIT_FLAG("AuraHealthDetail", set_health_detail, NULL, ACCESS_CONF,
                  "Whether /health also reports shared-memory details"),
+    AP_INIT_FLAG("AuraAbandonCheck", set_abandon_check, NULL,
+                 RSRC_CONF | ACCESS_CONF,
+                 "Whether a request whose client closed its connection is "
+                 "given up (never sent, its wait ended)"),
     AP_INIT_TAKE1("AuraDBParams", set_db_params, NULL, RSRC_CONF,
                   "libpq connection string of the key store"),
     AP_INIT_TAKE1("AuraDBPoolMax", set_db_pool_max, NULL, RSRC_CONF,

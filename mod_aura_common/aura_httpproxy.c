@@ -223,6 +223,7 @@ static int proxy_fixups(request_rec *r)
 int aura_http_fixups(request_rec *r)
 {
     aura_breaker_hold_t *hold = NULL;
+    const aura_dir_conf_t *d;
     aura_cap_hold_t *slot = NULL;
     const char *target;
     int rc;
@@ -237,19 +238,27 @@ int aura_http_fixups(request_rec *r)
     if (!is_ours(r)) {
         return DECLINED;
     }
+    d = aura_dir_conf(r);
+    /* A request that waited for a worker after its client left is not
+     * sent (DESIGN.md section 9), and takes no probe.  Once mod_proxy
+     * has sent it, it waits on the upstream alone: see
+     * docs/resilience.md. */
+    if (aura_client_gone(r)) {
+        return aura_client_abandoned(r, "before-send", d->upstream);
+    }
     set_identity(r, aura_request_get(r));
     /* A dedicated PostgREST has a breaker of its own: one dead target
      * leaves the others alone. */
     target = apr_table_get(r->notes, AURA_NOTE_TARGET);
     rc = target ? aura_breaker_enter_target(r, target, &hold)
-                : aura_breaker_enter(r, aura_dir_conf(r)->service, &hold);
+                : aura_breaker_enter(r, d->service, &hold);
     if (rc != OK) {
         return rc;
     }
     apr_pool_userdata_setn(hold, HOLD_KEY, NULL, r->pool);
     /* A dedicated target counts against the db service's cap: the
      * targets share its slots (docs/resilience.md). */
-    rc = aura_cap_enter(r, aura_dir_conf(r)->service, &slot);
+    rc = aura_cap_enter(r, d->service, &slot);
     if (rc != OK) {
         return rc;
     }

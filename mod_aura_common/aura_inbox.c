@@ -15,8 +15,9 @@
  * subscription's callback (a nats.c delivery thread) looks the token up
  * and queues the message on that request's inbox, waking the worker
  * thread waiting on it.  A reply whose request is gone (it came after
- * the budget, a stream cut short) finds no token and is dropped: nothing
- * that nats.c's reader thread uses is ever freed while the child runs.
+ * the budget, its client gone, a stream cut short) finds no token and is
+ * dropped, counted as a late reply: nothing that nats.c's reader thread
+ * uses is ever freed while the child runs.
  *
  * An inbox holds at most INBOX_PENDING_MSGS messages and INBOX_PENDING
  * bytes (at least 32 MiB, 16 max payloads when those are bigger), as the
@@ -145,6 +146,9 @@ static void on_reply(natsConnection *nc, natsSubscription *sub,
         pthread_cond_signal(&in->cond);
     }
     else {
+        if (token && !in) {
+            aura_count(AURA_CTR_LATE_REPLIES);
+        }
         aura_nats_msg_release(msg);
     }
 }
@@ -171,6 +175,8 @@ static apr_status_t inbox_cleanup(void *data)
     free_inboxes = in;
     pthread_mutex_unlock(&mux_lock);
     for (i = 0; i < n; i++) {
+        /* Came, but its request no longer waited: late too. */
+        aura_count(AURA_CTR_LATE_REPLIES);
         aura_nats_msg_release(left[i]);
     }
     return APR_SUCCESS;

@@ -242,6 +242,15 @@ static void upstreams(request_rec *r)
     counter(r, "aura_connections_reclaimed_total", "Connections counted "
             "out for a child process that exited without doing it.", "",
             aura_shm_counter(AURA_CTR_CONN_RECLAIMED));
+    two(r, "aura_requests_abandoned_total", "counter",
+        "Requests given up because their client closed the connection, by "
+        "stage: before they were sent (never sent) or while their reply "
+        "was awaited.", "stage", "before_send", AURA_CTR_GONE_BEFORE_SEND,
+        "waiting", AURA_CTR_GONE_WAITING);
+    counter(r, "aura_late_replies_dropped_total", "NATS replies dropped "
+            "because their request no longer waited (budget spent, client "
+            "gone, stream ended).", "",
+            aura_shm_counter(AURA_CTR_LATE_REPLIES));
     family(r, "aura_db_routes_total", "counter",
            "Decisions of the /v1/db router.");
     ap_rprintf(r, "aura_db_routes_total{to=\"nats\"} %" APR_UINT64_T_FMT

@@ -27,6 +27,14 @@
  * backoff, inside the route's budget and a retry budget shared by all
  * children); everything else is final.
  *
+ * A client that has gone (aura_gone.c) is looked for before the
+ * request is sent, before each retry and at every slice of the wait
+ * (AURA_GONE_SLICE): a request that reached its worker after its client left
+ * is never sent, and a wait whose client left ends at once, freeing the
+ * worker; either way there is no verdict (the hold is released with
+ * r->pool, DESIGN.md section 8) and a late reply is dropped by the
+ * inbox (aura_inbox.c), counted.
+ *
  * Status mapping (docs/envelope.md): no responders 503, timeout 504,
  * malformed reply 502, NATS connection down 503, breaker open 503.  A
  * timed-out request is never replayed: the service may have run it.
@@ -40,6 +48,10 @@
 #include "apr_atomic.h"
 
 #include <nats/nats.h>
+
+/* Where a client was found gone (attempt()'s *gone). */
+#define AURA_GONE_BEFORE_SEND 1
+#define AURA_GONE_WAITING     2
 
 /* Reads the whole body, dechunked, refusing more than limit bytes.
  * LimitRequestBody and client errors arrive as error statuses. */
@@ -202,29 +214,54 @@ static int send_reply(request_rec *r, natsMsg *reply, aura_inbox_t *inbox,
 /* One attempt: publishes msg and waits for the first reply on inbox
  * until deadline; the reply belongs to r->pool.  Returns the nats.c
  * status (NATS_NO_RESPONDERS comes back as nats-server's status message);
- * *bus_failed when the publish failed, i.e. the request never left. */
+ * *bus_failed when the publish failed, i.e. the request never left;
+ * *gone (AURA_GONE_WAITING) when the client left during the wait. */
 static natsStatus attempt(request_rec *r, natsConnection *nc, natsMsg *msg,
                           aura_inbox_t *inbox, apr_time_t deadline,
-                          natsMsg **reply, int *bus_failed)
+                          natsMsg **reply, int *bus_failed, int *gone)
 {
     natsStatus s;
 
     *reply = NULL;
     *bus_failed = 0;
-    /* While nats.c reconnects it would buffer the publish and answer
-     * NATS_OK: the request would wait for a reply that cannot come. */
+    /* The client was looked at right before: by the handler before the
+     * first send, by sleep_unless_gone() before a retry.  While nats.c
+     * reconnects it would buffer the publish and answer NATS_OK: the
+     * request would wait for a reply that cannot come. */
     s = aura_nats_connected() ? natsConnection_PublishMsg(nc, msg)
                               : NATS_CONNECTION_DISCONNECTED;
     if (s != NATS_OK) {
         *bus_failed = 1;
         return s;
     }
-    s = aura_inbox_next(inbox, deadline, reply);
+    s = aura_inbox_next_unless_gone(r, inbox, deadline, reply, gone);
+    if (*gone) {
+        *gone = AURA_GONE_WAITING;
+    }
     if (s == NATS_OK) {
         apr_pool_cleanup_register(r->pool, *reply, aura_nats_msg_cleanup,
                                   apr_pool_cleanup_null);
     }
     return s;
+}
+
+/* Sleeps for wait, in slices; 1 (at once) when the client is gone. */
+static int sleep_unless_gone(request_rec *r, apr_interval_time_t wait)
+{
+    apr_time_t end = apr_time_now() + wait;
+
+    for (;;) {
+        apr_time_t now = apr_time_now();
+
+        if (aura_client_gone(r)) {
+            return 1;
+        }
+        if (now >= end) {
+            return 0;
+        }
+        apr_sleep(end - now > AURA_GONE_SLICE ? AURA_GONE_SLICE
+                                              : end - now);
+    }
 }
 
 /* ---- retries: only on proof of non-delivery ------------------------
@@ -284,12 +321,13 @@ static void retry_budget_give(void)
     apr_atomic_dec64(aura_shm_flag(AURA_FLAG_RETRYING));
 }
 
-/* Sends out until a reply, a failure other than no responders, or no
- * retry is left (attempts, budget of the route, budget of retries). */
+/* Sends out until a reply, a failure other than no responders, no
+ * retry is left (attempts, budget of the route, budget of retries), or
+ * the client is gone (*gone, see attempt()). */
 static natsStatus send_with_retries(request_rec *r, natsConnection *nc,
                                     natsMsg *out, aura_inbox_t *inbox,
                                     apr_time_t deadline, natsMsg **reply,
-                                    int *bus_failed)
+                                    int *bus_failed, int *gone)
 {
     const aura_dir_conf_t *d = aura_dir_conf(r);
     int retries = d->retries != AURA_UNSET ? d->retries
@@ -298,17 +336,22 @@ static natsStatus send_with_retries(request_rec *r, natsConnection *nc,
     natsStatus s;
     int n;
 
-    s = attempt(r, nc, out, inbox, deadline, reply, bus_failed);
-    for (n = 0; s == NATS_NO_RESPONDERS && n < retries; n++) {
+    s = attempt(r, nc, out, inbox, deadline, reply, bus_failed, gone);
+    for (n = 0; !*gone && s == NATS_NO_RESPONDERS && n < retries; n++) {
         if (apr_time_now() + wait >= deadline || !retry_budget_take()) {
             break;
         }
-        apr_sleep(wait);
+        if (sleep_unless_gone(r, wait)) {
+            /* Nobody received the earlier sends: this one is not sent. */
+            retry_budget_give();
+            *gone = AURA_GONE_BEFORE_SEND;
+            break;
+        }
         aura_count(AURA_CTR_NATS_RETRIES);
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(00093)
                       "no responders on %s: retry %d of %d",
                       natsMsg_GetSubject(out), n + 1, retries);
-        s = attempt(r, nc, out, inbox, deadline, reply, bus_failed);
+        s = attempt(r, nc, out, inbox, deadline, reply, bus_failed, gone);
         retry_budget_give();
         wait = wait * 2 > RETRY_MAX_WAIT ? RETRY_MAX_WAIT : wait * 2;
     }
@@ -347,7 +390,7 @@ int aura_natsproxy_handler(request_rec *r)
     natsMsg *msg = NULL, *reply = NULL;
     aura_breaker_hold_t *hold = NULL;
     aura_cap_hold_t *slot = NULL;
-    int bus_failed = 0;
+    int bus_failed = 0, gone = 0;
     natsStatus s;
     apr_time_t deadline;
     apr_int64_t limit;
@@ -409,6 +452,11 @@ int aura_natsproxy_handler(request_rec *r)
     apr_pool_cleanup_register(r->pool, msg, aura_nats_msg_cleanup,
                               apr_pool_cleanup_null);
     deadline = apr_time_now() + aura_route_timeout(d);
+    /* A request that waited for a worker after its client left takes no
+     * probe of the breaker either. */
+    if (aura_client_gone(r)) {
+        return aura_client_abandoned(r, "before-send", d->upstream);
+    }
     /* Right before the network call: an open breaker leaves the service
      * untouched. */
     rc = aura_breaker_enter(r, d->service, &hold);
@@ -422,7 +470,16 @@ int aura_natsproxy_handler(request_rec *r)
         return rc;
     }
     count_active(r);
-    s = send_with_retries(r, nc, msg, inbox, deadline, &reply, &bus_failed);
+    s = send_with_retries(r, nc, msg, inbox, deadline, &reply, &bus_failed,
+                          &gone);
+    if (gone) {
+        /* No verdict: the hold goes back with r->pool (DESIGN.md
+         * section 8, "client went away"). */
+        aura_cap_leave(slot);
+        return aura_client_abandoned(r, gone == AURA_GONE_WAITING
+                                        ? "waiting" : "before-send",
+                                     d->upstream);
+    }
     if (s != NATS_OK) {
         aura_cap_leave(slot);
         verdict_no_reply(hold, s, bus_failed);

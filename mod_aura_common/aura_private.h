@@ -102,9 +102,14 @@ typedef struct {
                                          name or "off"; NULL = unset */
     /* NATS streamed replies: where acknowledgements may go. */
     const char *stream_ack_prefix;          /* AuraStreamAckPrefix */
+    int abandon_check;                /* AuraAbandonCheck, AURA_UNSET (on) */
     int max_in_flight;                /* AuraServiceMaxInFlight (aura_cap.h
                                          encoding), AURA_UNSET */
 } aura_dir_conf_t;
+
+/* The access log's status of a request whose client went away before
+ * its answer (nginx's "client closed request"; never sent). */
+#define AURA_STATUS_CLIENT_GONE 499
 
 /* A stage-1 zone (AuraRateLimitZone), as nginx's limit_req_zone: global,
  * named, picked by Locations.  Each zone has a table of its own in the
@@ -427,6 +432,9 @@ typedef enum {
     AURA_CTR_CONN_TABLE_FULL,  /* connections admitted uncounted */
     AURA_CTR_CONN_RECLAIMED,   /* counted out for a child that died */
     AURA_CTR_CONN_BUSY,        /* closed: listener's readers at its cap */
+    AURA_CTR_GONE_BEFORE_SEND, /* client gone before its request was sent */
+    AURA_CTR_GONE_WAITING,     /* client gone while its reply was awaited */
+    AURA_CTR_LATE_REPLIES,     /* replies dropped: their request was gone */
     AURA_CTR_COUNT
 } aura_counter_e;
 void aura_count(aura_counter_e c);
@@ -696,6 +704,23 @@ void aura_headers_arm_upgrade(request_rec *r);
 
 /* aura_natsproxy.c */
 int aura_natsproxy_handler(request_rec *r);
+
+/* aura_gone.c: whether r's client has gone (closed or reset its
+ * connection), looked at without reading a byte of it. */
+int aura_client_gone(request_rec *r);
+/* Marks r as abandoned at stage ("before-send" or "waiting"): logged,
+ * counted, the connection marked aborted, status 499 and the problem
+ * note client-gone for the access log.  Returns DONE: nothing is
+ * answered, the worker is free at once. */
+int aura_client_abandoned(request_rec *r, const char *stage,
+                          const char *upstream);
+/* Longest wait between two looks at the client. */
+#define AURA_GONE_SLICE apr_time_from_msec(200)
+/* aura_inbox_next() in slices of AURA_GONE_SLICE, giving up (NATS_TIMEOUT,
+ * *gone set to 1) as soon as r's client is gone. */
+int aura_inbox_next_unless_gone(request_rec *r, aura_inbox_t *inbox,
+                                apr_time_t deadline,
+                                struct __natsMsg **msg, int *gone);
 
 /* ---- in-flight caps (aura_bulkhead.c) --------------------------------
  * Counters of the requests the whole instance has in flight to each

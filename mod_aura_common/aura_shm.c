@@ -269,7 +269,8 @@ static const char *const counter_names[AURA_CTR_COUNT] = {
     "db_nats", "db_http", "db_unresolved", "targets_full",
     "breaker_half_opened", "breaker_closed", "actor_lease",
     "stream_ack_refused", "breaker_probe_recovered", "conn_refused",
-    "conn_table_full", "conn_reclaimed", "conn_busy"
+    "conn_table_full", "conn_reclaimed", "conn_busy", "gone_before_send",
+    "gone_waiting", "late_replies"
 };
 
 /* *off += n, 64-byte aligned, refused beyond AURA_SHM_MAX (so never

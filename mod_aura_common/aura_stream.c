@@ -375,9 +375,17 @@ int aura_stream_relay(request_rec *r, aura_inbox_t *inbox,
     s = ack(&st, begin);
     for (expected = 1; s == NATS_OK; expected++) {
         natsMsg *m = NULL;
-        int last;
+        int last, gone = 0;
 
-        s = aura_inbox_next(inbox, apr_time_now() + idle, &m);
+        s = aura_inbox_next_unless_gone(r, inbox, apr_time_now() + idle, &m,
+                                        &gone);
+        if (gone) {
+            /* Between two messages of a slow stream: cancelled now, not
+             * at the next write nor after the idle budget. */
+            r->connection->aborted = 1;
+            aura_count(AURA_CTR_GONE_WAITING);
+            return client_gone(&st, APR_ECONNABORTED);
+        }
         if (s != NATS_OK) {
             return wait_failed(&st, s, idle);
         }

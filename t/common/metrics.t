@@ -15,7 +15,7 @@ use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET);
 use Aura::Test qw(problem_ok ANON_KEY);
 
-plan tests => 4 + 4 + 3 + 4 + 9 + 2 + 2 + 1;
+plan tests => 4 + 4 + 3 + 4 + 11 + 2 + 2 + 1;
 
 Apache::TestRequest::module('aura_data');
 my $token = do { local (@ARGV, $/) = $ENV{AURA_TEST_METRICS_TOKEN_FILE}; <> };
@@ -55,7 +55,9 @@ for my $family (qw(aura_request_duration_seconds_bucket
                    aura_limiter_rejections_total aura_breaker_state
                    aura_breaker_transitions_total aura_nats_retries_total
                    aura_nats_timeouts_total aura_nats_no_responders_total
-                   aura_jwt_verifications_total aura_key_cache_lookups_total)) {
+                   aura_jwt_verifications_total aura_key_cache_lookups_total
+                   aura_requests_abandoned_total
+                   aura_late_replies_dropped_total)) {
     like($m, qr/^\Q$family\E/m, "$family is exposed");
 }
 like($m, qr/^aura_redis_fallback [01]$/m, 'the Redis fallback state');
