@@ -111,6 +111,9 @@ static aura_breaker_conf_t store_breaker;
 static apr_thread_mutex_t *pool_lock;
 static apr_thread_cond_t *pool_cond;
 static db_conn_t **idle;        /* most recently released on top */
+/* Idle connections closed at once after one was found broken (the
+ * rest, if the pool is larger, age out by DB_IDLE_TTL or fail alike). */
+#define AURA_DB_POOL_FLUSH_MAX 64
 static int nidle;
 static int ntotal;              /* idle + borrowed + being opened */
 static int pool_max;
@@ -425,6 +428,27 @@ static void pool_release(db_conn_t *c, int keep)
     conn_close(c);
 }
 
+/* A connection found broken says the server went away (a restart, a
+ * failover): every connection that was idle then went with it.  They are
+ * closed now, so that the one retry of aura_db_query() opens a fresh
+ * connection instead of taking the next dead one from the stack. */
+static void pool_flush_idle(void)
+{
+    db_conn_t *dead[AURA_DB_POOL_FLUSH_MAX];
+    int n = 0;
+
+    apr_thread_mutex_lock(pool_lock);
+    while (nidle > 0 && n < AURA_DB_POOL_FLUSH_MAX) {
+        dead[n++] = idle[--nidle];
+        ntotal--;
+    }
+    apr_thread_cond_broadcast(pool_cond);
+    apr_thread_mutex_unlock(pool_lock);
+    while (n > 0) {
+        conn_close(dead[--n]);
+    }
+}
+
 /* The idle connections at child exit; borrowed ones went back with
  * their requests, which are over by then. */
 static apr_status_t pool_cleanup(void *data)
@@ -642,6 +666,7 @@ static run_outcome_e run_once(request_rec *r, aura_db_stmt_e id,
     if (PQstatus(c->conn) == CONNECTION_BAD) {
         PQclear(res);
         pool_release(c, 0);
+        pool_flush_idle();
         return RUN_BROKEN;
     }
     /* The server answered with an error and the connection is idle. */
