@@ -46,7 +46,10 @@
 
 #include <jansson.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 /* Seconds between two log lines about one saturated cap. */
@@ -189,6 +192,61 @@ static int monitor(apr_pool_t *p, server_rec *s)
         }
     }
     return DECLINED;
+}
+
+/* Whether pid has died: gone, or a zombie its parent has not reaped yet
+ * (kill(pid, 0) still succeeds on a zombie, and the parent reaps at its
+ * once-a-second maintenance).  Unknown (no /proc, not readable) is alive. */
+static int proc_dead(apr_uint64_t pid)
+{
+    char path[48], buf[512];
+    const char *p;
+    ssize_t n;
+    int fd;
+
+    apr_snprintf(path, sizeof(path), "/proc/%" APR_UINT64_T_FMT "/stat",
+                 pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return errno == ENOENT;
+    }
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) {
+        return 0;
+    }
+    buf[n] = '\0';
+    p = strrchr(buf, ')');      /* the name may hold spaces and parens */
+    return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+/* At a refusal: a child killed while holding slots of this counter
+ * keeps them until the parent reaps it; under load that is up to a
+ * second of 503s for a healthy service (build/chaos child-kill).  Its
+ * record is reclaimed here as soon as it is dead; reclaim()'s mark
+ * leaves one reclaimer, the parent's hook included.  Returns whether
+ * anything came back. */
+static int reclaim_dead(server_rec *s, aura_cap_shm_t *cap,
+                        aura_cap_proc_t *procs, apr_uint64_t n, int idx)
+{
+    apr_uint64_t i, me = (apr_uint64_t)getpid();
+    int any = 0;
+
+    for (i = 0; i < n; i++) {
+        apr_uint64_t owner = apr_atomic_read64(&procs[i].owner), got;
+
+        if (!owner || owner == me || (owner & AURA_CAP_RECLAIM)
+            || !apr_atomic_read64(&procs[i].held[idx])
+            || !proc_dead(owner)) {
+            continue;
+        }
+        got = reclaim(cap, &procs[i], owner);
+        if (got) {
+            log_reclaimed(s, owner, got, "found dead at a refusal");
+            any = 1;
+        }
+    }
+    return any;
 }
 
 /* ---- each child's record ----------------------------------------------- */
@@ -359,7 +417,9 @@ int aura_cap_enter(request_rec *r, int service, aura_cap_hold_t **out)
     if (my_record) {
         apr_atomic_inc64(&my_record->held[pidx]);
     }
-    if (!aura_cap_take(h->ctr[0], pcap)) {
+    if (!aura_cap_take(h->ctr[0], pcap)
+        && !(reclaim_dead(r->server, cap, procs, n, pidx)
+             && aura_cap_take(h->ctr[0], pcap))) {
         if (my_record) {
             aura_cap_drop(&my_record->held[pidx]);
         }
@@ -369,7 +429,9 @@ int aura_cap_enter(request_rec *r, int service, aura_cap_hold_t **out)
     if (my_record) {
         apr_atomic_inc64(&my_record->held[service]);
     }
-    if (!aura_cap_take(h->ctr[1], scap)) {
+    if (!aura_cap_take(h->ctr[1], scap)
+        && !(reclaim_dead(r->server, cap, procs, n, service)
+             && aura_cap_take(h->ctr[1], scap))) {
         if (my_record) {
             aura_cap_drop(&my_record->held[service]);
         }

@@ -25,7 +25,7 @@ use Aura::Test qw(ANON_KEY wait_until error_log_size error_log_since);
 use Aura::Frozen qw(responder_start freeze thaw callers collect in_flight
                     timed_get);
 
-plan tests => 18;
+plan tests => 20;
 
 Apache::TestRequest::module('aura_data');
 my $hostport = Apache::TestRequest::hostport();
@@ -140,3 +140,38 @@ my @r = collect($kids);
 is(join(',', sort map { "$_->{code}$_->{type}" } @r),
    '200,200,200,503/problems/service-saturated',
    'three served, the fourth refused by the cap');
+
+# --- reclaimed at the next refusal, before the parent reaps ------------------
+# The parent reaps at its once-a-second maintenance; until then a killed
+# child is a zombie and its slots would refuse a healthy service (build/
+# chaos child-kill: ~1,800 503s in 0.9 s).  A request that finds the
+# cap full takes back the slots of a holder that is dead already.
+sub zombie {
+    my ($pid) = @_;
+    open(my $fh, '<', "/proc/$pid/stat") or return 1;     # reaped: gone
+    my $st = <$fh> // '';
+    return $st =~ /\) [ZX] /;
+}
+freeze();
+$log_from = error_log_size();
+$before = in_flight($data)->{reclaimed};
+$kids = callers(3, sub { "$data/v1/test/capped/zkill$_[0]" }, sub { \%key });
+wait_until(5, sub { in_flight($data)->{services}{ai} == 3 });
+$children = in_flight($data)->{children};
+@holders = grep { $children->{$_} > 0 } keys %$children;
+kill 'KILL', @holders;
+wait_until(2, sub { !grep { !zombie($_) } @holders });
+thaw();
+my ($next) = timed_get("$data/v1/test/capped/znext", %key);
+is($next->code, 200, 'a request right after the kill is admitted: the dead '
+   . 'holders\' slots came back at once');
+collect($kids);
+$log = error_log_since($log_from);
+my ($how) = $log =~ /AURA00702: child \d+ ended holding \d+ in-flight upstream request\(s\) \((found dead at a refusal|reaped)\)/;
+# The parent's hook and a refusal may both find a dead holder: its slots
+# must come back once, never twice (the cap would then admit more than
+# it should, for good).
+wait_until(3, sub { in_flight($data)->{reclaimed} - $before >= 3 });
+is(in_flight($data)->{reclaimed} - $before, 3,
+   'the three slots were given back exactly once ('
+   . ($how // 'not logged') . ')');
