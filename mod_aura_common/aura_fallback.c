@@ -275,36 +275,8 @@ apr_status_t aura_fallback_validate(aura_fallback_slot_t *slots,
                                     apr_uint64_t sets, apr_uint64_t now,
                                     aura_limiter_census_t *out)
 {
-    apr_uint64_t s;
-    int i, j;
-
-    memset(out, 0, sizeof(*out));
-    if (!sets || (sets & (sets - 1))) {
-        return APR_EINVAL;
-    }
-    for (s = 0; s < sets; s++) {
-        aura_fallback_slot_t *set = slots + s * AURA_LIMITER_WAYS;
-
-        for (i = 0; i < AURA_LIMITER_WAYS; i++) {
-            apr_uint64_t k = apr_atomic_read64(&set[i].key);
-
-            if (!k) {
-                continue;
-            }
-            out->used++;
-            if (apr_atomic_read64(&set[i].until) > now) {
-                out->limited++;
-            }
-            if ((k & (sets - 1)) != s) {
-                out->misplaced++;
-            }
-            for (j = 0; j < i; j++) {
-                if (apr_atomic_read64(&set[j].key) == k) {
-                    out->duplicates++;
-                    break;
-                }
-            }
-        }
-    }
-    return out->misplaced ? APR_EGENERAL : APR_SUCCESS;
+    return aura_table_census(slots, sizeof(*slots),
+                             APR_OFFSETOF(aura_fallback_slot_t, key),
+                             APR_OFFSETOF(aura_fallback_slot_t, until),
+                             sets, now, out);
 }

@@ -113,40 +113,54 @@ aura_limit_e aura_limiter_take(aura_limiter_slot_t *slots,
     }
 }
 
-apr_status_t aura_limiter_validate(aura_limiter_slot_t *slots,
-                                   apr_uint64_t sets, apr_uint64_t now,
-                                   aura_limiter_census_t *out)
+apr_status_t aura_table_census(const void *slots, apr_size_t slot_size,
+                               apr_size_t key_off, apr_size_t until_off,
+                               apr_uint64_t sets, apr_uint64_t now,
+                               aura_limiter_census_t *out)
 {
+    const char *base = slots;
     apr_uint64_t s;
     int i, j;
 
+#define WORD(w, off) ((volatile apr_uint64_t *)(void *)((char *)(w) + (off)))
+#define SLOT(s, i) (base + ((s) * AURA_LIMITER_WAYS + (i)) * slot_size)
     memset(out, 0, sizeof(*out));
     if (!sets || (sets & (sets - 1))) {
         return APR_EINVAL;
     }
     for (s = 0; s < sets; s++) {
-        aura_limiter_slot_t *set = slots + s * AURA_LIMITER_WAYS;
-
         for (i = 0; i < AURA_LIMITER_WAYS; i++) {
-            apr_uint64_t k = apr_atomic_read64(&set[i].key);
+            apr_uint64_t k = apr_atomic_read64(WORD(SLOT(s, i), key_off));
 
             if (!k) {
                 continue;
             }
             out->used++;
-            if (apr_atomic_read64(&set[i].tat) > now) {
+            if (apr_atomic_read64(WORD(SLOT(s, i), until_off)) > now) {
                 out->limited++;
             }
             if ((k & (sets - 1)) != s) {
                 out->misplaced++;
             }
             for (j = 0; j < i; j++) {
-                if (apr_atomic_read64(&set[j].key) == k) {
+                if (apr_atomic_read64(WORD(SLOT(s, j), key_off)) == k) {
                     out->duplicates++;
                     break;
                 }
             }
         }
     }
+#undef SLOT
+#undef WORD
     return out->misplaced ? APR_EGENERAL : APR_SUCCESS;
+}
+
+apr_status_t aura_limiter_validate(aura_limiter_slot_t *slots,
+                                   apr_uint64_t sets, apr_uint64_t now,
+                                   aura_limiter_census_t *out)
+{
+    return aura_table_census(slots, sizeof(*slots),
+                             APR_OFFSETOF(aura_limiter_slot_t, key),
+                             APR_OFFSETOF(aura_limiter_slot_t, tat),
+                             sets, now, out);
 }

@@ -83,4 +83,16 @@ apr_status_t aura_limiter_validate(aura_limiter_slot_t *slots,
                                    apr_uint64_t sets, apr_uint64_t now,
                                    aura_limiter_census_t *out);
 
+/**
+ * The census of any table laid out like the limiter's (sets of
+ * AURA_LIMITER_WAYS fixed-size slots whose 64-bit key picks the set),
+ * as aura_limiter_validate() describes it; a slot is "limited" while
+ * its 64-bit word at until_off is past now.  The actor fallback's table
+ * (aura_fallback.h) is walked by it too.
+ */
+apr_status_t aura_table_census(const void *slots, apr_size_t slot_size,
+                               apr_size_t key_off, apr_size_t until_off,
+                               apr_uint64_t sets, apr_uint64_t now,
+                               aura_limiter_census_t *out);
+
 #endif /* AURA_LIMITER_H */
