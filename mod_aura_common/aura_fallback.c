@@ -6,6 +6,7 @@
 
 #include "apr_atomic.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #define WIN_MASK    APR_UINT64_C(0xffffffff)
@@ -276,7 +277,7 @@ apr_status_t aura_fallback_validate(aura_fallback_slot_t *slots,
                                     aura_limiter_census_t *out)
 {
     return aura_table_census(slots, sizeof(*slots),
-                             APR_OFFSETOF(aura_fallback_slot_t, key),
-                             APR_OFFSETOF(aura_fallback_slot_t, until),
+                             offsetof(aura_fallback_slot_t, key),
+                             offsetof(aura_fallback_slot_t, until),
                              sets, now, out);
 }

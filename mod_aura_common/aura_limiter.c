@@ -6,6 +6,7 @@
 
 #include "apr_atomic.h"
 
+#include <stddef.h>
 #include <string.h>
 
 apr_uint64_t aura_limiter_sets(apr_uint64_t entries)
@@ -160,7 +161,7 @@ apr_status_t aura_limiter_validate(aura_limiter_slot_t *slots,
                                    aura_limiter_census_t *out)
 {
     return aura_table_census(slots, sizeof(*slots),
-                             APR_OFFSETOF(aura_limiter_slot_t, key),
-                             APR_OFFSETOF(aura_limiter_slot_t, tat),
+                             offsetof(aura_limiter_slot_t, key),
+                             offsetof(aura_limiter_slot_t, tat),
                              sets, now, out);
 }
