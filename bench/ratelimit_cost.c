@@ -34,9 +34,9 @@
  * module calls them across translation units, so the compiler must not
  * fold the constant zone name or tag into them here.
  */
-#include "aura_gcra.h"
-#include "aura_limiter.h"
-#include "aura_siphash.h"
+#include "limit/aura_gcra.h"
+#include "limit/aura_gcra_table.h"
+#include "core/aura_siphash.h"
 
 #include "apr_general.h"
 #include "apr_sha1.h"
@@ -52,13 +52,13 @@
 #include <unistd.h>
 
 #define NS_PER_S  1000000000ULL
-#define MAX_KEY   512            /* as aura_ratelimit.c */
+#define MAX_KEY   512            /* as aura_limit_ip.c */
 #define N_ADDRS   1000
 #define N_ACTORS  100
 #define NOIPA     __attribute__((noipa))
 
 /* The module's defaults: zone "default", 100 r/s, burst 1000, 65536
- * entries (aura_private.h); the quota of the benchmark's actors is high
+ * entries (core/aura_config.h); the quota of the benchmark's actors is high
  * enough that every call takes the admitted path (INCR + PEXPIRE). */
 #define ZONE_RATE      100
 #define ZONE_BURST     1000
@@ -70,7 +70,7 @@
 #define WARM_ROUND    20         /* script cached, buffers grown */
 
 /* The module's own script: its SHA-1 must be the one the module sends. */
-#include "aura_quota_script.h"
+#include "store/aura_quota_script.h"
 
 /* A fixed key: the cost of SipHash does not depend on it. */
 static const unsigned char hash_key[AURA_SIPHASH_KEY_LEN] = {
@@ -100,7 +100,7 @@ static apr_uint64_t wall_ns(void)
     return (apr_uint64_t)ts.tv_sec * NS_PER_S + (apr_uint64_t)ts.tv_nsec;
 }
 
-/* aura_clock_ns() of aura_ratelimit.c. */
+/* aura_clock_ns() of aura_limit_ip.c. */
 static NOIPA apr_uint64_t clock_ns(void)
 {
     struct timespec ts;
@@ -109,7 +109,7 @@ static NOIPA apr_uint64_t clock_ns(void)
     return (apr_uint64_t)ts.tv_sec * NS_PER_S + (apr_uint64_t)ts.tv_nsec;
 }
 
-/* aura_limiter_key() of aura_ratelimit.c, with the segment's key. */
+/* aura_limiter_key() of aura_limit_ip.c, with the segment's key. */
 static NOIPA apr_uint64_t limiter_key(const char *tag, const char *name,
                                       const unsigned char *bytes,
                                       apr_size_t n)
@@ -216,7 +216,7 @@ static int reply_well_formed(const redisReply *reply)
 
 /* aura_redis_quota() + run_script() + read_result() on one context (the
  * module borrows it from an apr_reslist; that and the Redis breaker of
- * aura_quota.c are not counted here). */
+ * aura_limit_actor.c are not counted here). */
 static NOIPA int stage2_decide(redisContext *c, const char *id)
 {
     char key[160], limit_s[24], window_s[24];

@@ -1,7 +1,7 @@
 /* Licensed under the Apache License, Version 2.0 (see LICENSE).
  *
  * fuzz_apikey.c: libFuzzer harness for API key parsing
- * (mod_aura_common/aura_apikey.c).  The input, cut at its first NUL, is
+ * (mod_aura_common/auth/aura_apikey.c).  The input, cut at its first NUL, is
  * at once a key, a query string and a request line.
  *
  * aura-fuzz: -max_len=1024
@@ -25,8 +25,8 @@
 #include "apr_strings.h"
 #include "apr_tables.h"
 
-#include "aura_apikey.h"
-#include "aura_redact.h"
+#include "auth/aura_apikey.h"
+#include "core/aura_redact.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -1,7 +1,7 @@
 /* Licensed under the Apache License, Version 2.0 (see LICENSE).
  *
  * fuzz_breaker.c: libFuzzer harness for the circuit-breaker state
- * machine (mod_aura_common/aura_breaker_fsm.c).
+ * machine (mod_aura_common/resilience/aura_breaker_fsm.c).
  *
  * aura-fuzz: -max_len=512
  *
@@ -24,7 +24,7 @@
  */
 #include "aura_fuzz.h"
 
-#include "aura_breaker_fsm.h"
+#include "resilience/aura_breaker_fsm.h"
 
 #define MAX_TICKETS 32
 

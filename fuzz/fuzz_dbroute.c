@@ -1,7 +1,7 @@
 /* Licensed under the Apache License, Version 2.0 (see LICENSE).
  *
  * fuzz_dbroute.c: libFuzzer harness for the /v1/db router's decision
- * (mod_aura_common/aura_dbroute.c): where a request goes, whether a
+ * (mod_aura_common/http/aura_dbtarget.c): where a request goes, whether a
  * projects-table target is a usable origin, and the PostgREST URL.
  *
  * aura-fuzz: -max_len=1024
@@ -27,7 +27,7 @@
 #include "apr_strings.h"
 #include "apr_uri.h"
 
-#include "aura_dbroute.h"
+#include "http/aura_dbtarget.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -1,7 +1,7 @@
 /* Licensed under the Apache License, Version 2.0 (see LICENSE).
  *
  * fuzz_envelope.c: libFuzzer harness for the HTTP <-> NATS envelope
- * (mod_aura_common/aura_envelope.c): what a service's reply turns into
+ * (mod_aura_common/nats/aura_envelope.c): what a service's reply turns into
  * (headers, Aura-Status) and which header names cross in either
  * direction.
  *
@@ -41,7 +41,7 @@
 
 #include <nats/nats.h>
 
-#include "aura_envelope.h"
+#include "nats/aura_envelope.h"
 
 /* nats.c's constructor of a received message (src/msg.h; exported by
  * libnats.so 3.x, not declared in its public header): the reader calls

@@ -1,7 +1,7 @@
 /* Licensed under the Apache License, Version 2.0 (see LICENSE).
  *
  * fuzz_gcra.c: libFuzzer harness for the GCRA arithmetic
- * (mod_aura_common/aura_gcra.c).
+ * (mod_aura_common/limit/aura_gcra.c).
  *
  * aura-fuzz: -max_len=512
  *
@@ -22,7 +22,7 @@
  */
 #include "aura_fuzz.h"
 
-#include "aura_gcra.h"
+#include "limit/aura_gcra.h"
 
 #define NS_PER_S 1000000000ULL
 #define MAX_TOLERANCE (NS_PER_S * 86400)

@@ -1,7 +1,7 @@
 /* Licensed under the Apache License, Version 2.0 (see LICENSE).
  *
  * fuzz_identity.c: libFuzzer harness for the identity rules
- * (mod_aura_common/aura_identity.c): the Authorization header's one
+ * (mod_aura_common/auth/aura_identity.c): the Authorization header's one
  * accepted form and the values that may become identity.
  *
  * aura-fuzz: -max_len=1024
@@ -24,7 +24,7 @@
 
 #include "apr_lib.h"
 
-#include "aura_identity.h"
+#include "auth/aura_identity.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -1,7 +1,7 @@
 /* Licensed under the Apache License, Version 2.0 (see LICENSE).
  *
  * fuzz_jwks.c: libFuzzer harness for the key set builders of
- * mod_aura_common/aura_jwt.c: aura_jwt_keyset_add_jwks, whose input is
+ * mod_aura_common/auth/aura_jwt.c: aura_jwt_keyset_add_jwks, whose input is
  * the JWKS an identity service publishes over NATS (AuraJWKSSubject),
  * and aura_jwt_keyset_add_pem (key files).
  *
@@ -32,7 +32,7 @@
 #include <openssl/hmac.h>
 #include <openssl/pem.h>
 
-#include "aura_jwt.h"
+#include "auth/aura_jwt.h"
 
 static const char secret_hs1[] = "aura-fuzz-hs256-secret-number-one-0123";
 

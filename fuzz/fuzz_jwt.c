@@ -1,7 +1,7 @@
 /* Licensed under the Apache License, Version 2.0 (see LICENSE).
  *
  * fuzz_jwt.c: libFuzzer harness for bearer token verification
- * (mod_aura_common/aura_jwt.c): aura_jwt_verify against a fixed key set,
+ * (mod_aura_common/auth/aura_jwt.c): aura_jwt_verify against a fixed key set,
  * with the policy taken from the input, and aura_jwt_parse_algs.
  *
  * aura-fuzz: -max_len=2048
@@ -53,8 +53,8 @@
 #include <openssl/hmac.h>
 #include <openssl/pem.h>
 
-#include "aura_identity.h"
-#include "aura_jwt.h"
+#include "auth/aura_identity.h"
+#include "auth/aura_jwt.h"
 
 /* The fixed secrets: what the seed tokens are signed with. */
 static const char secret_hs1[] = "aura-fuzz-hs256-secret-number-one-0123";

@@ -14,10 +14,10 @@
  * Build standalone:
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -I mod_aura_common \
  *     $(apr-1-config --includes --cppflags) fuzz/fuzz_path.c \
- *     mod_aura_common/aura_path.c $(apr-1-config --link-ld --libs)
+ *     mod_aura_common/core/aura_path.c $(apr-1-config --link-ld --libs)
  * Seeds: fuzz/corpus/path/.
  */
-#include "aura_path.h"
+#include "core/aura_path.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -2,8 +2,8 @@
  *
  * fuzz_subject.c: libFuzzer harness for the NATS subjects the gateway
  * publishes on because a service named them (stream acknowledgements
- * and cancels, mod_aura_common/aura_subject.c) and for the origins
- * AuraCORSAllowOrigin accepts (mod_aura_common/aura_origin.c).
+ * and cancels, mod_aura_common/nats/aura_subject.c) and for the origins
+ * AuraCORSAllowOrigin accepts (mod_aura_common/http/aura_origin.c).
  *
  * aura-fuzz: -max_len=1024
  *
@@ -25,8 +25,8 @@
 #include "apr_lib.h"
 #include "apr_strings.h"
 
-#include "aura_origin.h"
-#include "aura_subject.h"
+#include "http/aura_origin.h"
+#include "nats/aura_subject.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -1,6 +1,6 @@
 # Licensed under the Apache License, Version 2.0 (see LICENSE).
 #
-# The reply inboxes of the NATS path (mod_aura_common/aura_inbox.c): all
+# The reply inboxes of the NATS path (mod_aura_common/nats/aura_inbox.c): all
 # the requests of a child share one reply subscription, each with a
 # token of its own.
 # - Many clients at once: every response is the reply to its own

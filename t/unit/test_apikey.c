@@ -11,7 +11,7 @@
 #include "apr_general.h"
 #include "apr_pools.h"
 
-#include "aura_apikey.h"
+#include "auth/aura_apikey.h"
 
 static apr_pool_t *pool;
 

@@ -21,7 +21,7 @@
 
 #include "apr_atomic.h"
 
-#include "aura_breaker_fsm.h"
+#include "resilience/aura_breaker_fsm.h"
 
 /* A breaker that is open since `at` (threshold 1: one failure). */
 static void open_at(volatile apr_uint64_t *w, const aura_breaker_conf_t *c,

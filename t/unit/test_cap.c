@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "apr_atomic.h"
-#include "aura_cap.h"
+#include "resilience/aura_cap.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -13,7 +13,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "aura_conntable.h"
+#include "limit/aura_conntable.h"
 
 #define WAYS AURA_CONN_WAYS
 /* A hash in set s (of 2 sets) with tag t. */

@@ -1,6 +1,6 @@
 /* Licensed under the Apache License, Version 2.0 (see LICENSE).
  *
- * test_dbroute.c: the /v1/db router's decision (aura_dbroute.c), row by
+ * test_dbroute.c: the /v1/db router's decision (aura_dbtarget.c), row by
  * row of DESIGN.md section 3, the fail-closed cases, target validation
  * and the PostgREST URL.
  */
@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "aura_unit.h"
-#include "aura_dbroute.h"
+#include "http/aura_dbtarget.h"
 
 static const aura_db_project_t shared = { "postgres", "shared", NULL };
 static const aura_db_project_t dedicated = { "postgres", "dedicated",

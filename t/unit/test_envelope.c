@@ -1,7 +1,7 @@
 /* Licensed under the Apache License, Version 2.0 (see LICENSE).
  *
  * test_envelope.c: cmocka tests of the HTTP <-> NATS envelope
- * (mod_aura_common/aura_envelope.c, DESIGN.md section 8), linked from
+ * (mod_aura_common/nats/aura_envelope.c, DESIGN.md section 8), linked from
  * libaura_pure.a exactly as the module links it.  Every case is a row of
  * a table walked by a loop; a regression row names its issue.
  *
@@ -29,7 +29,7 @@
 #include "apr_tables.h"
 #include "apr_strings.h"
 
-#include "aura_envelope.h"
+#include "nats/aura_envelope.h"
 
 #define MAX_KV 24
 

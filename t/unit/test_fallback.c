@@ -1,6 +1,6 @@
 /* Licensed under the Apache License, Version 2.0 (see LICENSE).
  *
- * test_fallback.c: the actor quota's local record (aura_fallback.c):
+ * test_fallback.c: the actor quota's local record (aura_quota_share.c):
  * the budget arithmetic, counting on from Redis's last count in the
  * window Redis dies in, the claim and settlement of a hand-over, the
  * table's take-over rule, and exactness under threads.
@@ -12,7 +12,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "aura_fallback.h"
+#include "limit/aura_quota_share.h"
 
 #define S APR_UINT64_C(1000000000)
 #define W APR_UINT64_C(880000000)      /* some window number */

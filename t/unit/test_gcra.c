@@ -10,7 +10,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "aura_gcra.h"
+#include "limit/aura_gcra.h"
 
 #define S  APR_UINT64_C(1000000000)
 #define MS APR_UINT64_C(1000000)

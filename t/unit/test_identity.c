@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "aura_identity.h"
+#include "auth/aura_identity.h"
 
 static void test_text_ok(void **state)
 {

@@ -1,7 +1,7 @@
 /* Licensed under the Apache License, Version 2.0 (see LICENSE).
  *
  * test_jwt.c: cmocka tests of JWT verification and key sets
- * (mod_aura_common/aura_jwt.c, APACHE-NOTES.md section (h)), linked from
+ * (mod_aura_common/auth/aura_jwt.c, APACHE-NOTES.md section (h)), linked from
  * libaura_pure.a exactly as the module links it.  Every case is a row of
  * a table walked by a loop; a regression row names its issue.
  *
@@ -45,7 +45,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
-#include "aura_jwt.h"
+#include "auth/aura_jwt.h"
 
 #define NOW_S     1700000000
 #define LEEWAY_S  60

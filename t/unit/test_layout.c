@@ -13,7 +13,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "aura_layout.h"
+#include "shm/aura_layout.h"
 
 /* Version 1, and version 2 with one more counter before `tat`: the
  * commit the fingerprint is there to catch. */

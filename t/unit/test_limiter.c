@@ -1,6 +1,6 @@
 /* Licensed under the Apache License, Version 2.0 (see LICENSE).
  *
- * test_limiter.c: the shared GCRA table (aura_limiter.c) and the keyed
+ * test_limiter.c: the shared GCRA table (aura_gcra_table.c) and the keyed
  * hash that indexes it (aura_siphash.c): reference vectors, exact
  * admission, take-over only of slots at full credit, fail-open when a
  * set is full, and exactness under threads racing on one key.
@@ -12,8 +12,8 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "aura_limiter.h"
-#include "aura_siphash.h"
+#include "limit/aura_gcra_table.h"
+#include "core/aura_siphash.h"
 
 #define S  APR_UINT64_C(1000000000)
 #define MS APR_UINT64_C(1000000)

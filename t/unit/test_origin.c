@@ -13,7 +13,7 @@
 #include "apr_general.h"
 
 #include "aura_unit.h"
-#include "aura_origin.h"
+#include "http/aura_origin.h"
 
 static void test_parse(void **state)
 {

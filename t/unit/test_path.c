@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "aura_unit.h"
-#include "aura_path.h"
+#include "core/aura_path.h"
 
 static const char *const good[] = {
     "/",

@@ -18,7 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "aura_peer.h"
+#include "resilience/aura_peer.h"
 
 /* A connected pair over 127.0.0.1: *client and the accepted *server. */
 static void pair(int *client, int *server)

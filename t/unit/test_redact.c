@@ -13,7 +13,7 @@
 #include "apr_general.h"
 
 #include "aura_unit.h"
-#include "aura_redact.h"
+#include "core/aura_redact.h"
 
 static void test_name(void **state)
 {

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "aura_subject.h"
+#include "nats/aura_subject.h"
 
 #define OWN "_INBOX.GW0123456789abcdefghij"
 

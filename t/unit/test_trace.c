@@ -10,7 +10,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "aura_trace.h"
+#include "core/aura_trace.h"
 
 #define EXAMPLE "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 

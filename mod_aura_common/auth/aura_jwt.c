@@ -1,0 +1,1078 @@
+/* Licensed under the Apache License, Version 2.0 (see LICENSE).
+ *
+ * aura_jwt.c: verification of compact JWS bearer tokens (RS256, ES256,
+ * HS256) against a key set built at configuration time from PEM files,
+ * HMAC secrets and JWKS documents.  Pure: APR, jansson, libjwt and
+ * OpenSSL only, no httpd.h, so t/unit/test_jwt.c links it as it is.
+ *
+ * libjwt 1.10.2 (Debian 12) checks a signature and nothing else, and
+ * lets the token steer it (APACHE-NOTES.md section (h)).  This file is
+ * built around its pitfalls:
+ *  - jwt_decode() with a NULL or empty key accepts "alg":"none" and
+ *    HS256 signed with an empty secret: it is only ever called with the
+ *    one key selected here, never NULL, never empty.
+ *  - The token chooses the algorithm, case-insensitively ("rs256"), and
+ *    libjwt happily verifies an HS256 token with a public key PEM used as
+ *    the HMAC secret (algorithm confusion).  So the header is decoded
+ *    here first, alg must be exactly a JWA name in the policy's
+ *    allow-list, the key is chosen by kid and its type pins the
+ *    algorithm (a secret only ever verifies HS256, a PEM only RS256 or
+ *    ES256), and jwt_get_alg() is compared with that algorithm after
+ *    the decode.  Keys the header offers (jwk, jku, x5u, x5c) are never
+ *    used.
+ *  - libjwt checks the PEM key type but not the EC curve: only P-256
+ *    keys enter the set as ES256 keys.
+ *  - No claim validation at all (jwt_valid_* came with 1.12.0), and
+ *    jwt_get_grant_int() returns 0 for a real "exp": exp, nbf, iat, iss,
+ *    aud and sub are read here from the payload with jansson (integers or
+ *    reals), and a token without exp is refused.
+ *  - typ other than "JWT" (RFC 9068 "at+jwt") fails inside libjwt; it is
+ *    refused here first, as MALFORMED, so the reason is exact.
+ *  - Its base64url decoder is lenient and alloca()s the length of each
+ *    part on the stack: the length bound and a strict syntax check
+ *    (charset, no padding, canonical trailing bits, exactly three parts)
+ *    come before anything reaches libjwt.
+ *  - It parses JSON with duplicate names allowed (the last one wins):
+ *    header and payload are parsed here with JSON_REJECT_DUPLICATES, and
+ *    the claims used are the ones this file parsed.
+ *  - It leaves OpenSSL errors on the thread's error queue when a
+ *    signature fails; a stale queue confuses the next OpenSSL user on
+ *    that thread (mod_ssl), so it is cleared after every failure.
+ *  - It re-parses the PEM on every verify: keys are converted to SPKI
+ *    PEM once when the set is built (JWK -> EVP_PKEY_fromdata ->
+ *    PEM_write_bio_PUBKEY), so that at least the JWKS work is not
+ *    repeated; caching verified tokens is the caller's business.
+ *
+ * Threads: a key set is written only while it is built (configuration
+ * time, one thread) and only read afterwards; verification keeps no
+ * state between calls and has no static mutable data, so any number of
+ * worker threads may verify concurrently.  Memory: everything comes from
+ * the pool handed in; jansson, libjwt and OpenSSL objects are freed
+ * explicitly before each function returns (nothing is registered on a
+ * pool, so the request pool does not carry cleanups for them).
+ */
+#include "auth/aura_jwt.h"
+#include "auth/aura_identity.h"
+
+#include "apr_lib.h"
+#include "apr_strings.h"
+#include "apr_tables.h"
+
+#include <jansson.h>
+#include <jwt.h>
+
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/core_names.h>
+#include <openssl/ec.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/objects.h>
+#include <openssl/param_build.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
+#include <limits.h>
+#include <string.h>
+
+/* 9999-12-31T23:59:59Z: claim times beyond are clamped there, so the
+ * conversion to microseconds and "exp + leeway" cannot overflow. */
+#define MAX_CLAIM_SECONDS 253402300799.0
+
+#define EC_P256_COORD 32
+
+#define SET_ERR(err, text) do { if (err) { *(err) = (text); } } while (0)
+
+typedef struct {
+    const char *kid;            /* NULL: the key has no kid */
+    unsigned int alg;           /* exactly one AURA_JWT_* bit */
+    const unsigned char *key;   /* SPKI PEM (NUL-terminated) or secret */
+    apr_size_t key_len;         /* without the PEM's NUL */
+} jwt_key_t;
+
+struct aura_jwt_keyset_t {
+    apr_pool_t *pool;
+    apr_array_header_t *keys;   /* of jwt_key_t */
+};
+
+typedef struct {
+    const char *name;           /* exact JWA name */
+    unsigned int bit;
+    jwt_alg_t lib;
+} alg_def_t;
+
+static const alg_def_t alg_defs[] = {
+    { "RS256", AURA_JWT_RS256, JWT_ALG_RS256 },
+    { "ES256", AURA_JWT_ES256, JWT_ALG_ES256 },
+    { "HS256", AURA_JWT_HS256, JWT_ALG_HS256 },
+};
+
+#define N_ALGS (sizeof(alg_defs) / sizeof(alg_defs[0]))
+
+static const alg_def_t *alg_by_name(const char *name, apr_size_t len)
+{
+    apr_size_t i;
+
+    for (i = 0; i < N_ALGS; i++) {
+        if (strlen(alg_defs[i].name) == len
+            && !memcmp(alg_defs[i].name, name, len)) {
+            return &alg_defs[i];
+        }
+    }
+    return NULL;
+}
+
+static const alg_def_t *alg_by_bit(unsigned int bit)
+{
+    apr_size_t i;
+
+    for (i = 0; i < N_ALGS; i++) {
+        if (alg_defs[i].bit == bit) {
+            return &alg_defs[i];
+        }
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* base64url (RFC 4648 section 5)                                      */
+
+static int b64url_value(unsigned char c)
+{
+    if (c >= 'A' && c <= 'Z') {
+        return c - 'A';
+    }
+    if (c >= 'a' && c <= 'z') {
+        return c - 'a' + 26;
+    }
+    if (c >= '0' && c <= '9') {
+        return c - '0' + 52;
+    }
+    if (c == '-') {
+        return 62;
+    }
+    if (c == '_') {
+        return 63;
+    }
+    return -1;
+}
+
+/* Strict decoding into a NUL-terminated pool buffer: base64url alphabet
+ * only, no length of the form 4n+1, unused trailing bits zero (one
+ * encoding per value).  allow_pad tolerates trailing '=' (JWK fields,
+ * configuration input); tokens never get it.  Returns 0 or -1. */
+static int b64url_decode(apr_pool_t *p, const char *s, apr_size_t len,
+                         int allow_pad, unsigned char **out,
+                         apr_size_t *out_len)
+{
+    unsigned char *buf;
+    unsigned int acc = 0, bits = 0;
+    apr_size_t i, n = 0;
+
+    if (allow_pad) {
+        for (i = 0; i < 2 && len && s[len - 1] == '='; i++) {
+            len--;
+        }
+    }
+    if (len % 4 == 1) {
+        return -1;
+    }
+    buf = apr_palloc(p, len / 4 * 3 + 3);
+    for (i = 0; i < len; i++) {
+        int v = b64url_value((unsigned char)s[i]);
+
+        if (v < 0) {
+            return -1;
+        }
+        acc = ((acc << 6) | (unsigned int)v) & 0xfff;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            buf[n++] = (unsigned char)(acc >> bits);
+        }
+    }
+    if (acc & ((1u << bits) - 1)) {
+        return -1;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *out_len = n;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Key set                                                             */
+
+aura_jwt_keyset_t *aura_jwt_keyset_make(apr_pool_t *p)
+{
+    aura_jwt_keyset_t *ks = apr_pcalloc(p, sizeof(*ks));
+
+    ks->pool = p;
+    ks->keys = apr_array_make(p, 4, sizeof(jwt_key_t));
+    return ks;
+}
+
+int aura_jwt_keyset_count(const aura_jwt_keyset_t *ks)
+{
+    return ks ? ks->keys->nelts : 0;
+}
+
+/* Append a key; material is copied into the set's pool.  A kid may
+ * appear once per key type: with two, which one verifies would depend
+ * on the order of the set. */
+static apr_status_t add_key(aura_jwt_keyset_t *ks, const char *kid,
+                            unsigned int alg, const void *material,
+                            apr_size_t len, int is_text, const char **err)
+{
+    jwt_key_t *k;
+    int i;
+
+    if (len == 0 || len > INT_MAX) {
+        SET_ERR(err, "key material empty or too large");
+        return APR_EINVAL;
+    }
+    for (i = 0; kid && i < ks->keys->nelts; i++) {
+        const jwt_key_t *o = &APR_ARRAY_IDX(ks->keys, i, jwt_key_t);
+
+        if (o->alg == alg && o->kid && !strcmp(o->kid, kid)) {
+            SET_ERR(err, "a key with this kid and type is already set");
+            return APR_EINVAL;
+        }
+    }
+    k = apr_array_push(ks->keys);
+    k->kid = kid ? apr_pstrdup(ks->pool, kid) : NULL;
+    k->alg = alg;
+    k->key = is_text ? (const unsigned char *)apr_pstrmemdup(ks->pool,
+                                                             material, len)
+                     : apr_pmemdup(ks->pool, material, len);
+    k->key_len = len;
+    return APR_SUCCESS;
+}
+
+/* Which algorithm a public key may verify: RSA of at least
+ * AURA_JWT_MIN_RSA_BITS -> RS256, EC on P-256 -> ES256, nothing else. */
+static apr_status_t classify_pkey(EVP_PKEY *pkey, unsigned int *alg,
+                                  const char **err)
+{
+    int id = EVP_PKEY_get_base_id(pkey);
+
+    if (id == EVP_PKEY_RSA) {
+        if (EVP_PKEY_get_bits(pkey) < AURA_JWT_MIN_RSA_BITS) {
+            SET_ERR(err, "RSA key shorter than 2048 bits");
+            return APR_EINVAL;
+        }
+        *alg = AURA_JWT_RS256;
+        return APR_SUCCESS;
+    }
+    if (id == EVP_PKEY_EC) {
+        char name[80];
+        size_t name_len = 0;
+        int nid = NID_undef;
+
+        if (EVP_PKEY_get_utf8_string_param(pkey, OSSL_PKEY_PARAM_GROUP_NAME,
+                                           name, sizeof(name), &name_len)) {
+            nid = OBJ_sn2nid(name);
+            if (nid == NID_undef) {
+                nid = EC_curve_nist2nid(name);
+            }
+        }
+        if (nid != NID_X9_62_prime256v1) {
+            SET_ERR(err, "EC key not on curve P-256 (the only one for "
+                    "ES256)");
+            return APR_EINVAL;
+        }
+        *alg = AURA_JWT_ES256;
+        return APR_SUCCESS;
+    }
+    SET_ERR(err, "key type not supported (RSA or EC P-256 only)");
+    return APR_EINVAL;
+}
+
+/* Check a public key, write it as SPKI PEM and add it to the set. */
+static apr_status_t add_pkey(aura_jwt_keyset_t *ks, const char *kid,
+                             EVP_PKEY *pkey, const char **err)
+{
+    EVP_PKEY_CTX *ctx = NULL;
+    BIO *bio = NULL;
+    char *data = NULL;
+    long data_len;
+    unsigned int alg = 0;
+    apr_status_t rv;
+
+    rv = classify_pkey(pkey, &alg, err);
+    if (rv != APR_SUCCESS) {
+        goto done;
+    }
+    rv = APR_EINVAL;
+    ctx = EVP_PKEY_CTX_new_from_pkey(NULL, pkey, NULL);
+    if (!ctx || EVP_PKEY_public_check(ctx) != 1) {
+        SET_ERR(err, "public key fails its consistency check");
+        goto done;
+    }
+    bio = BIO_new(BIO_s_mem());
+    if (!bio || PEM_write_bio_PUBKEY(bio, pkey) != 1) {
+        SET_ERR(err, "cannot write the public key as PEM");
+        goto done;
+    }
+    data_len = BIO_get_mem_data(bio, &data);
+    if (data_len <= 0 || !data) {
+        SET_ERR(err, "cannot write the public key as PEM");
+        goto done;
+    }
+    rv = add_key(ks, kid, alg, data, (apr_size_t)data_len, 1, err);
+done:
+    BIO_free(bio);
+    EVP_PKEY_CTX_free(ctx);
+    ERR_clear_error();
+    return rv;
+}
+
+static int contains(const char *hay, apr_size_t len, const char *needle)
+{
+    apr_size_t n = strlen(needle), i;
+
+    for (i = 0; i + n <= len; i++) {
+        if (!memcmp(hay + i, needle, n)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Never prompt on a terminal for a pass phrase (httpd is detached). */
+static int no_passphrase(char *buf, int size, int rwflag, void *u)
+{
+    (void)buf;
+    (void)size;
+    (void)rwflag;
+    (void)u;
+    return -1;
+}
+
+static EVP_PKEY *read_pem_pubkey(const char *pem, int len)
+{
+    EVP_PKEY *pkey = NULL;
+    X509 *x509 = NULL;
+    BIO *bio;
+
+    bio = BIO_new_mem_buf(pem, len);
+    if (bio) {
+        pkey = PEM_read_bio_PUBKEY(bio, NULL, no_passphrase, NULL);
+        BIO_free(bio);
+    }
+    if (pkey) {
+        return pkey;
+    }
+    bio = BIO_new_mem_buf(pem, len);
+    if (bio) {
+        x509 = PEM_read_bio_X509(bio, NULL, no_passphrase, NULL);
+        BIO_free(bio);
+    }
+    if (x509) {
+        pkey = X509_get_pubkey(x509);   /* a new reference */
+        X509_free(x509);
+    }
+    return pkey;
+}
+
+apr_status_t aura_jwt_keyset_add_pem(aura_jwt_keyset_t *ks, const char *kid,
+                                     const char *pem, apr_size_t len,
+                                     const char **err)
+{
+    EVP_PKEY *pkey;
+    apr_status_t rv;
+
+    if (!pem || len == 0 || len > INT_MAX) {
+        SET_ERR(err, "empty PEM");
+        return APR_EINVAL;
+    }
+    /* A private key where a public one belongs is an operator mistake
+     * worth stopping: the gateway never needs one. */
+    if (contains(pem, len, "PRIVATE KEY-----")) {
+        SET_ERR(err, "PEM holds a private key; give the public key or "
+                "certificate");
+        return APR_EINVAL;
+    }
+    pkey = read_pem_pubkey(pem, (int)len);
+    if (!pkey) {
+        ERR_clear_error();
+        SET_ERR(err, "not a PEM public key (BEGIN PUBLIC KEY) or "
+                "certificate");
+        return APR_EINVAL;
+    }
+    rv = add_pkey(ks, kid, pkey, err);
+    EVP_PKEY_free(pkey);
+    return rv;
+}
+
+apr_status_t aura_jwt_keyset_add_secret(aura_jwt_keyset_t *ks,
+                                        const char *kid,
+                                        const unsigned char *secret,
+                                        apr_size_t len, const char **err)
+{
+    if (!secret || len < AURA_JWT_MIN_SECRET_LEN) {
+        SET_ERR(err, "HMAC secret shorter than 32 bytes");
+        return APR_EINVAL;
+    }
+    return add_key(ks, kid, AURA_JWT_HS256, secret, len, 0, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* JWKS                                                                */
+
+/* A base64url member of a JWK, decoded into tmp; -1 if absent, not a
+ * string, empty or not base64url. */
+static int jwk_field(apr_pool_t *tmp, json_t *jwk, const char *name,
+                     unsigned char **out, apr_size_t *out_len)
+{
+    json_t *v = json_object_get(jwk, name);
+
+    if (!json_is_string(v) || json_string_length(v) == 0) {
+        return -1;
+    }
+    if (b64url_decode(tmp, json_string_value(v), json_string_length(v), 1,
+                      out, out_len) != 0 || *out_len == 0) {
+        return -1;
+    }
+    return 0;
+}
+
+static EVP_PKEY *pkey_fromdata(const char *type, OSSL_PARAM_BLD *bld)
+{
+    OSSL_PARAM *params = OSSL_PARAM_BLD_to_param(bld);
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(NULL, type, NULL);
+    EVP_PKEY *pkey = NULL;
+
+    if (params && ctx && EVP_PKEY_fromdata_init(ctx) == 1
+        && EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_PUBLIC_KEY,
+                             params) != 1) {
+        pkey = NULL;
+    }
+    EVP_PKEY_CTX_free(ctx);
+    OSSL_PARAM_free(params);
+    return pkey;
+}
+
+static EVP_PKEY *jwk_rsa(apr_pool_t *tmp, json_t *jwk)
+{
+    unsigned char *n, *e;
+    apr_size_t n_len, e_len;
+    BIGNUM *bn_n = NULL, *bn_e = NULL;
+    OSSL_PARAM_BLD *bld = NULL;
+    EVP_PKEY *pkey = NULL;
+
+    if (jwk_field(tmp, jwk, "n", &n, &n_len) != 0
+        || jwk_field(tmp, jwk, "e", &e, &e_len) != 0
+        || n_len > INT_MAX || e_len > INT_MAX) {
+        return NULL;
+    }
+    bn_n = BN_bin2bn(n, (int)n_len, NULL);
+    bn_e = BN_bin2bn(e, (int)e_len, NULL);
+    bld = OSSL_PARAM_BLD_new();
+    if (bn_n && bn_e && bld
+        && OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, bn_n)
+        && OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, bn_e)) {
+        pkey = pkey_fromdata("RSA", bld);
+    }
+    OSSL_PARAM_BLD_free(bld);
+    BN_free(bn_n);
+    BN_free(bn_e);
+    return pkey;
+}
+
+static EVP_PKEY *jwk_ec(apr_pool_t *tmp, json_t *jwk)
+{
+    unsigned char *x, *y;
+    apr_size_t x_len, y_len;
+    unsigned char point[1 + 2 * EC_P256_COORD];
+    OSSL_PARAM_BLD *bld;
+    EVP_PKEY *pkey = NULL;
+
+    if (!json_is_string(json_object_get(jwk, "crv"))
+        || strcmp(json_string_value(json_object_get(jwk, "crv")), "P-256")
+        || jwk_field(tmp, jwk, "x", &x, &x_len) != 0
+        || jwk_field(tmp, jwk, "y", &y, &y_len) != 0
+        || x_len > EC_P256_COORD || y_len > EC_P256_COORD) {
+        return NULL;
+    }
+    /* Uncompressed point 04 || x || y, coordinates left-padded to 32
+     * bytes (some encoders drop leading zero bytes). */
+    memset(point, 0, sizeof(point));
+    point[0] = 0x04;
+    memcpy(point + 1 + EC_P256_COORD - x_len, x, x_len);
+    memcpy(point + 1 + 2 * EC_P256_COORD - y_len, y, y_len);
+
+    bld = OSSL_PARAM_BLD_new();
+    if (bld
+        && OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME,
+                                           "P-256", 0)
+        && OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY,
+                                            point, sizeof(point))) {
+        pkey = pkey_fromdata("EC", bld);
+    }
+    OSSL_PARAM_BLD_free(bld);
+    return pkey;
+}
+
+/* One member of "keys": APR_SUCCESS if added, anything else if skipped. */
+static apr_status_t jwk_add(aura_jwt_keyset_t *ks, apr_pool_t *tmp,
+                            json_t *jwk)
+{
+    json_t *use = json_object_get(jwk, "use");
+    json_t *alg = json_object_get(jwk, "alg");
+    json_t *kidv = json_object_get(jwk, "kid");
+    const char *kty = json_string_value(json_object_get(jwk, "kty"));
+    const char *kid = json_string_value(kidv);
+    const alg_def_t *def;
+    unsigned int bit;
+    EVP_PKEY *pkey = NULL;
+    apr_status_t rv;
+
+    if (!json_is_object(jwk) || !kty
+        || (use && (!json_is_string(use)
+                    || strcmp(json_string_value(use), "sig")))
+        || (kidv && !kid)) {
+        return APR_EINVAL;
+    }
+    if (!strcmp(kty, "RSA")) {
+        bit = AURA_JWT_RS256;
+    }
+    else if (!strcmp(kty, "EC")) {
+        bit = AURA_JWT_ES256;
+    }
+    else if (!strcmp(kty, "oct")) {
+        bit = AURA_JWT_HS256;
+    }
+    else {
+        return APR_EINVAL;
+    }
+    def = alg_by_bit(bit);
+    if (alg && (!json_is_string(alg)
+                || strcmp(json_string_value(alg), def->name))) {
+        return APR_EINVAL;
+    }
+    if (bit == AURA_JWT_HS256) {
+        unsigned char *k;
+        apr_size_t k_len;
+
+        if (jwk_field(tmp, jwk, "k", &k, &k_len) != 0) {
+            return APR_EINVAL;
+        }
+        return aura_jwt_keyset_add_secret(ks, kid, k, k_len, NULL);
+    }
+    pkey = (bit == AURA_JWT_RS256) ? jwk_rsa(tmp, jwk) : jwk_ec(tmp, jwk);
+    if (!pkey) {
+        ERR_clear_error();
+        return APR_EINVAL;
+    }
+    rv = add_pkey(ks, kid, pkey, NULL);
+    EVP_PKEY_free(pkey);
+    return rv;
+}
+
+apr_status_t aura_jwt_keyset_add_jwks(aura_jwt_keyset_t *ks,
+                                      const char *json, apr_size_t len,
+                                      int *added, const char **err)
+{
+    json_t *root, *keys, *jwk;
+    json_error_t jerr;
+    apr_pool_t *tmp;
+    size_t i;
+    int n = 0;
+
+    if (added) {
+        *added = 0;
+    }
+    root = json ? json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr)
+                : NULL;
+    if (!root) {
+        SET_ERR(err, "JWKS is not valid JSON");
+        return APR_EINVAL;
+    }
+    keys = json_object_get(root, "keys");
+    if (!json_is_object(root) || !json_is_array(keys)) {
+        json_decref(root);
+        SET_ERR(err, "JWKS has no \"keys\" array");
+        return APR_EINVAL;
+    }
+    apr_pool_create(&tmp, ks->pool);
+    json_array_foreach(keys, i, jwk) {
+        if (jwk_add(ks, tmp, jwk) == APR_SUCCESS) {
+            n++;
+        }
+    }
+    apr_pool_destroy(tmp);
+    json_decref(root);
+    if (n == 0) {
+        SET_ERR(err, "JWKS has no usable key (RSA, EC P-256 or oct of at "
+                "least 32 bytes, for signatures)");
+        return APR_EINVAL;
+    }
+    if (added) {
+        *added = n;
+    }
+    return APR_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ */
+/* Verification                                                        */
+
+typedef struct {
+    const char *token;
+    apr_size_t len;
+    apr_size_t dot1, dot2;      /* offsets of the two dots */
+} parts_t;
+
+typedef struct {
+    json_t *json;               /* owned: the header object */
+    const alg_def_t *alg;
+    const char *kid;            /* pool copy, NULL when absent */
+} header_t;
+
+/* Does a base64url part have a valid length and zero unused bits in its
+ * last character?  Checked for all three parts: libjwt's lenient decoder
+ * would accept several spellings of one signature (a token could change
+ * without its signature failing). */
+static int canonical_end(const char *s, apr_size_t len)
+{
+    int last;
+
+    if (len % 4 == 1) {
+        return 0;
+    }
+    if (len % 4 == 0) {
+        return 1;
+    }
+    last = b64url_value((unsigned char)s[len - 1]);
+    return !(last & (len % 4 == 2 ? 0xf : 0x3));
+}
+
+static aura_jwt_result_e split_token(const char *token, apr_size_t len,
+                                     parts_t *t)
+{
+    apr_size_t i, dots = 0;
+
+    t->token = token;
+    t->len = len;
+    for (i = 0; i < len; i++) {
+        if (token[i] == '.') {
+            if (dots == 2) {
+                return AURA_JWT_MALFORMED;
+            }
+            if (dots++ == 0) {
+                t->dot1 = i;
+            }
+            else {
+                t->dot2 = i;
+            }
+        }
+        else if (b64url_value((unsigned char)token[i]) < 0) {
+            return AURA_JWT_MALFORMED;
+        }
+    }
+    if (dots != 2 || t->dot1 == 0 || t->dot2 == t->dot1 + 1
+        || !canonical_end(token, t->dot1)
+        || !canonical_end(token + t->dot1 + 1, t->dot2 - t->dot1 - 1)
+        || !canonical_end(token + t->dot2 + 1, len - t->dot2 - 1)) {
+        return AURA_JWT_MALFORMED;
+    }
+    return AURA_JWT_OK;
+}
+
+/* Decode one part as a JSON object; text is the decoded JSON. */
+static aura_jwt_result_e decode_object(apr_pool_t *p, const char *s,
+                                       apr_size_t len, json_t **obj,
+                                       const char **text)
+{
+    unsigned char *buf;
+    apr_size_t buf_len;
+    json_error_t jerr;
+
+    *obj = NULL;
+    if (b64url_decode(p, s, len, 0, &buf, &buf_len) != 0
+        || memchr(buf, '\0', buf_len)) {
+        return AURA_JWT_MALFORMED;
+    }
+    *obj = json_loadb((const char *)buf, buf_len, JSON_REJECT_DUPLICATES,
+                      &jerr);
+    if (!*obj) {
+        return AURA_JWT_MALFORMED;
+    }
+    if (!json_is_object(*obj)) {
+        json_decref(*obj);
+        *obj = NULL;
+        return AURA_JWT_MALFORMED;
+    }
+    if (text) {
+        *text = (const char *)buf;
+    }
+    return AURA_JWT_OK;
+}
+
+static aura_jwt_result_e parse_header(apr_pool_t *p, const parts_t *t,
+                                      const aura_jwt_policy_t *pol,
+                                      header_t *h)
+{
+    json_t *typ, *alg, *kid;
+    aura_jwt_result_e rv;
+
+    rv = decode_object(p, t->token, t->dot1, &h->json, NULL);
+    if (rv != AURA_JWT_OK) {
+        return rv;
+    }
+    typ = json_object_get(h->json, "typ");
+    alg = json_object_get(h->json, "alg");
+    kid = json_object_get(h->json, "kid");
+    if ((typ && (!json_is_string(typ)
+                 || strcasecmp(json_string_value(typ), "JWT")))
+        || json_object_get(h->json, "crit")
+        || (kid && !json_is_string(kid))
+        || !json_is_string(alg)) {
+        return AURA_JWT_MALFORMED;
+    }
+    h->kid = kid ? apr_pstrdup(p, json_string_value(kid)) : NULL;
+    h->alg = alg_by_name(json_string_value(alg), json_string_length(alg));
+    if (!h->alg || !(pol->algs & h->alg->bit)) {
+        return AURA_JWT_ALG_NOT_ALLOWED;
+    }
+    return AURA_JWT_OK;
+}
+
+static aura_jwt_result_e select_key(const aura_jwt_keyset_t *ks,
+                                    const header_t *h, const jwt_key_t **key)
+{
+    int i, kid_seen = 0, matches = 0;
+
+    *key = NULL;
+    for (i = 0; ks && i < ks->keys->nelts; i++) {
+        const jwt_key_t *k = &APR_ARRAY_IDX(ks->keys, i, jwt_key_t);
+
+        if (h->kid) {
+            if (!k->kid || strcmp(k->kid, h->kid)) {
+                continue;
+            }
+            kid_seen = 1;
+        }
+        if (k->alg == h->alg->bit) {
+            *key = k;
+            matches++;
+        }
+    }
+    if (h->kid) {
+        /* add_key keeps (kid, type) unique: at most one match. */
+        if (!kid_seen) {
+            return AURA_JWT_UNKNOWN_KID;
+        }
+        return *key ? AURA_JWT_OK : AURA_JWT_ALG_NOT_ALLOWED;
+    }
+    if (matches != 1) {
+        *key = NULL;
+        return AURA_JWT_UNKNOWN_KID;
+    }
+    return AURA_JWT_OK;
+}
+
+/* The signature, by libjwt, with the selected key only.  The token is
+ * NUL-terminated at t->len (strnlen found it). */
+static aura_jwt_result_e check_signature(const parts_t *t,
+                                         const header_t *h,
+                                         const jwt_key_t *key)
+{
+    jwt_t *jwt = NULL;
+    aura_jwt_result_e rv = AURA_JWT_BAD_SIGNATURE;
+
+    if (t->dot2 + 1 == t->len || !key->key || key->key_len == 0) {
+        return AURA_JWT_BAD_SIGNATURE;
+    }
+    if (jwt_decode(&jwt, t->token, key->key, (int)key->key_len) == 0
+        && jwt && jwt_get_alg(jwt) == h->alg->lib) {
+        rv = AURA_JWT_OK;
+    }
+    jwt_free(jwt);
+    ERR_clear_error();
+    return rv;
+}
+
+static apr_time_t claim_time(json_t *v)
+{
+    double d = json_number_value(v);
+
+    if (d > MAX_CLAIM_SECONDS) {
+        d = MAX_CLAIM_SECONDS;
+    }
+    else if (d < -MAX_CLAIM_SECONDS) {
+        d = -MAX_CLAIM_SECONDS;
+    }
+    return (apr_time_t)(d * APR_USEC_PER_SEC);
+}
+
+/* Registered claims of the wrong JSON type make the token malformed,
+ * whether or not the policy looks at them. */
+static int claim_types_ok(json_t *c)
+{
+    json_t *v, *m;
+    size_t i;
+
+    if (((v = json_object_get(c, "exp")) && !json_is_number(v))
+        || ((v = json_object_get(c, "nbf")) && !json_is_number(v))
+        || ((v = json_object_get(c, "iat")) && !json_is_number(v))
+        || ((v = json_object_get(c, "iss")) && !json_is_string(v))
+        || ((v = json_object_get(c, "sub")) && !json_is_string(v))) {
+        return 0;
+    }
+    v = json_object_get(c, "aud");
+    if (v && !json_is_string(v)) {
+        if (!json_is_array(v)) {
+            return 0;
+        }
+        json_array_foreach(v, i, m) {
+            if (!json_is_string(m)) {
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+static int audience_ok(json_t *aud, const aura_jwt_policy_t *pol)
+{
+    json_t *m;
+    size_t i;
+
+    if (!pol->audience) {
+        return 1;
+    }
+    if (json_is_string(aud)) {
+        return !strcmp(json_string_value(aud), pol->audience);
+    }
+    if (!json_is_array(aud)) {
+        return 0;
+    }
+    if (pol->audience_exact) {
+        return json_array_size(aud) == 1
+               && !strcmp(json_string_value(json_array_get(aud, 0)),
+                          pol->audience);
+    }
+    if (pol->audience_any) {
+        json_array_foreach(aud, i, m) {
+            if (!strcmp(json_string_value(m), pol->audience)) {
+                return 1;
+            }
+        }
+        return 0;
+    }
+    /* OpenID Connect Core 3.1.3.7: a token that also names an audience
+     * we do not trust is not ours to accept (that party may hold it,
+     * and replay it here). */
+    json_array_foreach(aud, i, m) {
+        if (strcmp(json_string_value(m), pol->audience)) {
+            return 0;
+        }
+    }
+    return json_array_size(aud) > 0;
+}
+
+/* sub becomes Aura-Actor, a log field and part of quota keys: bounded,
+ * no control characters, checked on its JSON length (a "\u0000" inside
+ * would otherwise cut it short, and two subs would look alike). */
+static int subject_ok(json_t *sub, const aura_jwt_policy_t *pol)
+{
+    apr_size_t max = pol->sub_max ? pol->sub_max : AURA_SUB_MAX;
+
+    return aura_identity_text_ok(json_string_value(sub),
+                                 json_string_length(sub), max);
+}
+
+/* The token names the API key's project: a user of one project is not
+ * a user of every project that shares the issuer. */
+static int project_ok(json_t *c, const aura_jwt_policy_t *pol)
+{
+    json_t *v;
+
+    if (!pol->project_claim) {
+        return 1;
+    }
+    v = json_object_get(c, pol->project_claim);
+    return pol->project && json_is_string(v)
+           && json_string_length(v) == strlen(pol->project)
+           && !strcmp(json_string_value(v), pol->project);
+}
+
+static aura_jwt_result_e check_claims(json_t *c, const aura_jwt_policy_t *pol,
+                                      apr_time_t *exp)
+{
+    apr_interval_time_t leeway = pol->leeway > 0 ? pol->leeway : 0;
+    json_t *v, *sub;
+
+    if (!claim_types_ok(c)) {
+        return AURA_JWT_MALFORMED;
+    }
+    v = json_object_get(c, "exp");
+    if (!v) {
+        return AURA_JWT_NO_EXP;
+    }
+    *exp = claim_time(v);
+    if (pol->now > *exp + leeway) {
+        return AURA_JWT_EXPIRED;
+    }
+    v = json_object_get(c, "nbf");
+    if (v && pol->now + leeway < claim_time(v)) {
+        return AURA_JWT_NOT_YET_VALID;
+    }
+    v = json_object_get(c, "iat");
+    if (v && claim_time(v) > pol->now + leeway) {
+        return AURA_JWT_NOT_YET_VALID;
+    }
+    v = json_object_get(c, "iss");
+    if (pol->issuer && (!v || strcmp(json_string_value(v), pol->issuer))) {
+        return AURA_JWT_BAD_ISSUER;
+    }
+    if (!audience_ok(json_object_get(c, "aud"), pol)) {
+        return AURA_JWT_BAD_AUDIENCE;
+    }
+    sub = json_object_get(c, "sub");
+    if (pol->require_sub && (!sub || json_string_length(sub) == 0)) {
+        return AURA_JWT_NO_SUBJECT;
+    }
+    if (sub && !subject_ok(sub, pol)) {
+        return AURA_JWT_BAD_SUBJECT;
+    }
+    if (!project_ok(c, pol)) {
+        return AURA_JWT_BAD_PROJECT;
+    }
+    return AURA_JWT_OK;
+}
+
+static const char *claim_str(apr_pool_t *p, json_t *c, const char *name)
+{
+    const char *s = json_string_value(json_object_get(c, name));
+
+    return s ? apr_pstrdup(p, s) : NULL;
+}
+
+aura_jwt_result_e aura_jwt_verify(apr_pool_t *p, const aura_jwt_keyset_t *ks,
+                                  const aura_jwt_policy_t *pol,
+                                  const char *token, aura_jwt_claims_t *out)
+{
+    apr_size_t max = pol->max_len ? pol->max_len : AURA_JWT_DEFAULT_MAX_LEN;
+    header_t h = { NULL, NULL, NULL };
+    json_t *claims = NULL;
+    const char *claims_text = NULL;
+    const jwt_key_t *key = NULL;
+    apr_time_t exp = 0;
+    parts_t t = { NULL, 0, 0, 0 };
+    aura_jwt_result_e rv;
+
+    if (out) {
+        memset(out, 0, sizeof(*out));
+    }
+    if (!token) {
+        return AURA_JWT_MALFORMED;
+    }
+    if (max == (apr_size_t)-1) {
+        max--;
+    }
+    t.len = strnlen(token, max + 1);
+    if (t.len > max) {
+        return AURA_JWT_TOO_LARGE;
+    }
+    rv = split_token(token, t.len, &t);
+    if (rv == AURA_JWT_OK) {
+        rv = parse_header(p, &t, pol, &h);
+    }
+    if (rv == AURA_JWT_OK) {
+        rv = select_key(ks, &h, &key);
+    }
+    if (rv == AURA_JWT_OK) {
+        rv = decode_object(p, token + t.dot1 + 1, t.dot2 - t.dot1 - 1,
+                           &claims, &claims_text);
+    }
+    if (rv == AURA_JWT_OK) {
+        rv = check_signature(&t, &h, key);
+    }
+    if (rv == AURA_JWT_OK) {
+        rv = check_claims(claims, pol, &exp);
+    }
+    if (rv == AURA_JWT_OK && out) {
+        out->sub = claim_str(p, claims, "sub");
+        out->iss = claim_str(p, claims, "iss");
+        out->kid = h.kid;
+        out->alg = h.alg->name;
+        out->exp = exp;
+        out->claims_json = claims_text;
+    }
+    json_decref(claims);
+    json_decref(h.json);
+    return rv;
+}
+
+const char *aura_jwt_result_text(aura_jwt_result_e r)
+{
+    switch (r) {
+    case AURA_JWT_OK:
+        return "token valid";
+    case AURA_JWT_TOO_LARGE:
+        return "token too large";
+    case AURA_JWT_MALFORMED:
+        return "token malformed";
+    case AURA_JWT_ALG_NOT_ALLOWED:
+        return "token algorithm not allowed";
+    case AURA_JWT_UNKNOWN_KID:
+        return "token signing key unknown";
+    case AURA_JWT_BAD_SIGNATURE:
+        return "token signature invalid";
+    case AURA_JWT_EXPIRED:
+        return "token expired";
+    case AURA_JWT_NOT_YET_VALID:
+        return "token not yet valid";
+    case AURA_JWT_NO_EXP:
+        return "token has no expiry";
+    case AURA_JWT_BAD_ISSUER:
+        return "token issuer not accepted";
+    case AURA_JWT_BAD_AUDIENCE:
+        return "token audience not accepted";
+    case AURA_JWT_NO_SUBJECT:
+        return "token has no subject";
+    case AURA_JWT_BAD_SUBJECT:
+        return "token subject too long or not printable";
+    case AURA_JWT_BAD_PROJECT:
+        return "token not for the API key's project";
+    }
+    return "token invalid";
+}
+
+unsigned int aura_jwt_parse_algs(const char *list, const char **err)
+{
+    unsigned int bits = 0;
+    const char *s = list;
+
+    while (s && *s) {
+        const alg_def_t *def;
+        const char *end;
+
+        while (apr_isspace(*s)) {
+            s++;
+        }
+        if (!*s) {
+            break;
+        }
+        for (end = s; *end && !apr_isspace(*end); end++) {
+        }
+        if (end - s == 4 && !strncasecmp(s, "none", 4)) {
+            SET_ERR(err, "algorithm \"none\" is never accepted");
+            return 0;
+        }
+        def = alg_by_name(s, (apr_size_t)(end - s));
+        if (!def) {
+            SET_ERR(err, "unknown algorithm (accepted: RS256 ES256 HS256, "
+                    "case-sensitive)");
+            return 0;
+        }
+        bits |= def->bit;
+        s = end;
+    }
+    if (!bits) {
+        SET_ERR(err, "empty algorithm list");
+    }
+    return bits;
+}

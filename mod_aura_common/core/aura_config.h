@@ -1,0 +1,261 @@
+/* Licensed under the Apache License, Version 2.0 (see LICENSE).
+ *
+ * aura_config.h: mod_aura_common's configuration: the per-server and per-dir
+ * structs, the defaults the getters apply, the argument parsers the
+ * directive handlers of every concern share.
+ */
+#ifndef AURA_CONFIG_H
+#define AURA_CONFIG_H
+
+#include "aura.h"
+#include "apr_hash.h"
+#include "apr_tables.h"
+#include "limit/aura_limit.h"
+
+/* "Not set at this level" for numbers and times, so that merging can tell
+ * an explicit value from an inherited default. */
+#define AURA_UNSET (-1)
+
+/* Defaults, applied by the getters so that UNSET survives every merge. */
+#define AURA_DEFAULT_NATS_URL          "nats://127.0.0.1:4222"
+#define AURA_DEFAULT_NATS_CONNECT      apr_time_from_sec(2)
+#define AURA_DEFAULT_NATS_RECONNECT    apr_time_from_msec(250)
+#define AURA_DEFAULT_NATS_PING         apr_time_from_sec(30)
+#define AURA_DEFAULT_TIMEOUT           apr_time_from_sec(30)
+#define AURA_DEFAULT_DB_POOL_MAX       8
+#define AURA_DEFAULT_DB_TIMEOUT        apr_time_from_sec(2)
+#define AURA_DEFAULT_KEY_CACHE_TTL     apr_time_from_sec(10)
+#define AURA_DEFAULT_KEY_CACHE_STALE   apr_time_from_sec(300)
+#define AURA_DEFAULT_KEY_CACHE_SIZE    4096
+#define AURA_DEFAULT_KEY_INVALIDATION  "aura.keys.invalidate"
+#define AURA_DEFAULT_CORS_METHODS \
+    "GET, POST, PUT, PATCH, DELETE, OPTIONS"
+#define AURA_DEFAULT_CORS_HEADERS \
+    "apikey, x-api-key, authorization, content-type, x-request-id, " \
+    "traceparent, tracestate, prefer, range, x-client-info, x-project-id"
+#define AURA_DEFAULT_CORS_EXPOSE \
+    "X-Request-Id, Retry-After, RateLimit, RateLimit-Policy, Content-Range"
+#define AURA_DEFAULT_CORS_MAX_AGE      600
+
+#define AURA_HANDLER_SERVICE "aura-service"
+#define AURA_HANDLER_HEALTH  "aura-health"
+
+/** The services of DESIGN.md section 1; indexes into aura_service_names. */
+typedef enum {
+    AURA_SVC_AUTH = 0,
+    AURA_SVC_DB,
+    AURA_SVC_STORAGE,
+    AURA_SVC_FUNCTIONS,
+    AURA_SVC_REALTIME,
+    AURA_SVC_NOTIFICATIONS,
+    AURA_SVC_AI,
+    AURA_SVC_PROVISIONER,
+    AURA_SVC_CONTROL,
+    AURA_SVC_COUNT
+} aura_service_e;
+
+extern const char *const aura_service_names[AURA_SVC_COUNT];
+
+typedef enum {
+    AURA_UPSTREAM_NATS = 1,
+    AURA_UPSTREAM_HTTP
+} aura_upstream_kind_e;
+
+typedef struct {
+    int service;                  /* aura_service_e, AURA_UNSET */
+    int upstream_kind;            /* aura_upstream_kind_e */
+    const char *upstream;         /* NATS subject or http(s) URL */
+    apr_interval_time_t timeout;  /* AuraTimeout, AURA_UNSET */
+    int health_detail;            /* AuraHealthDetail, AURA_UNSET */
+    int public_route;             /* AuraPublic, AURA_UNSET */
+    int streaming;                /* AuraStreaming, AURA_UNSET */
+    int scope;                    /* AuraScope (aura_scope_e), UNSET */
+    int require_role;             /* AuraRequireRole (aura_role_e), UNSET */
+    int key_rotation;             /* AuraKeyRotation, AURA_UNSET */
+    apr_table_t *security_headers;/* AuraSecurityHeader: name -> value
+                                     ("off" removes); NULL = unset */
+    const struct aura_zone_t *zone;   /* AuraRateLimit; NULL = unset,
+                                         &aura_zone_off = off */
+    const struct aura_quota_t *quota; /* AuraActorQuota; NULL = unset,
+                                         &aura_quota_off = off */
+    apr_hash_t *plan_quotas;          /* AuraPlanQuota: plan -> quota */
+    int retries;                      /* AuraRetries, AURA_UNSET */
+    const char *location;             /* the <Location> prefix AuraService
+                                         was set in; NULL for a regex */
+    int db_router;                    /* AuraDBRouter, AURA_UNSET */
+    /* Streaming Locations on the HTTP path, AURA_UNSET each: */
+    apr_interval_time_t stream_idle;        /* AuraStreamIdleTimeout */
+    apr_interval_time_t stream_first_byte;  /* AuraStreamFirstByteTimeout */
+    apr_interval_time_t stream_max;         /* AuraStreamMaxDuration */
+    const char *token_project_claim;  /* AuraTokenProjectClaim: a claim
+                                         name or "off"; NULL = unset */
+    /* NATS streamed replies: where acknowledgements may go. */
+    const char *stream_ack_prefix;          /* AuraStreamAckPrefix */
+    int abandon_check;                /* AuraAbandonCheck, AURA_UNSET (on) */
+    int max_in_flight;                /* AuraServiceMaxInFlight (aura_cap.h
+                                         encoding), AURA_UNSET */
+} aura_dir_conf_t;
+
+
+typedef struct {
+    int plane;                             /* aura_plane_e, AURA_UNSET */
+    apr_array_header_t *nats_servers;      /* const char *, NULL = unset */
+    const char *nats_name;
+    apr_interval_time_t nats_connect_timeout;
+    apr_interval_time_t nats_reconnect_wait;
+    int nats_max_reconnect;                /* -2 unset, -1 unlimited */
+    apr_interval_time_t nats_ping_interval;
+    const char *db_params;                 /* AuraDBParams (conninfo) */
+    int db_pool_max;
+    apr_interval_time_t db_timeout;
+    apr_interval_time_t key_cache_ttl;
+    apr_interval_time_t key_cache_stale;   /* AuraKeyCacheStaleMax */
+    const char *key_invalidation_subject;  /* AuraKeyInvalidationSubject */
+    int key_cache_size;
+    apr_array_header_t *jwt_sources;       /* aura_jwt_source_t; NULL unset */
+    unsigned int jwt_algs;                 /* 0 = unset */
+    apr_interval_time_t jwt_leeway;
+    const char *jwt_issuer;
+    const char *jwt_audience;
+    int jwt_max_len;
+    apr_interval_time_t jwks_refresh;
+    struct aura_jwt_state_t *jwt;          /* built in post_config */
+    apr_array_header_t *cors_origins;      /* AuraCORSAllowOrigin */
+    const char *cors_star_at;              /* file:line of a "*" in it */
+    const char *cors_methods;
+    const char *cors_headers;
+    const char *cors_expose;
+    int cors_max_age;
+    /* Rate limits (aura_limit_ip.c).  Zones live in the config pool
+     * (aura_zones()), not here: they are global. */
+    int limiter_entries;                   /* AuraRateLimitEntries */
+    int ipv6_prefix;                       /* AuraRateLimitIPv6Prefix */
+    int instances;                         /* AuraInstances */
+    /* Redis, for the actor quota (aura_redis.c); host NULL = no Redis. */
+    const char *redis_host;                /* AuraRedisServer */
+    int redis_port;
+    int redis_db;
+    apr_interval_time_t redis_timeout;     /* AuraRedisTimeout */
+    apr_interval_time_t redis_retry;       /* AuraRedisRetryInterval */
+    int redis_pool_max;                    /* AuraRedisPoolMax */
+    apr_array_header_t *breakers;          /* AuraBreaker lines
+                                              (aura_breaker_setting_t) */
+    apr_interval_time_t target_sweep;      /* AuraTargetSweepInterval */
+    int target_entries;                    /* AuraTargetBreakerEntries */
+    const char *metrics_token;             /* AuraMetricsTokenFile's */
+    int jwt_aud_any;                       /* AuraJWTAudienceMatch any: 1,
+                                              all: 0, AURA_UNSET */
+    int plane_max_in_flight;               /* AuraPlaneMaxInFlight
+                                              (aura_cap.h), AURA_UNSET */
+    /* Connections per address (aura_connlimit.c), read from the
+     * listener's VirtualHost (c->base_server). */
+    int max_conns;                         /* AuraMaxConnectionsPerAddress:
+                                              n, 0 = off, AURA_CONN_AUTO,
+                                              AURA_UNSET */
+    int max_reading;                       /* AuraMaxReadingConnections,
+                                              as max_conns */
+    apr_array_header_t *conn_exempt;       /* AuraConnectionLimitExempt
+                                              (apr_ipsubnet_t *); NULL
+                                              unset */
+} aura_server_conf_t;
+
+/* AuraMaxConnectionsPerAddress auto: a third of MaxRequestWorkers (at
+ * least 2), so that one address can hold at most a third of the workers
+ * through one listener, and a third stays free even when it holds both
+ * planes' listeners.  The default on a plane's VirtualHost; off on
+ * others (loading mod_aura_common changes nothing for them). */
+#define AURA_CONN_AUTO     (-2)
+#define AURA_CONN_MAX      1000000
+
+/* One AuraBreaker line; 0 = not set by this line. */
+typedef struct {
+    int service;                /* aura_service_e, -1 for "*",
+                                   AURA_SVC_COUNT for "postgrest" (the
+                                   dedicated targets),
+                                   AURA_BREAKER_SETTING_STORE for
+                                   "store" (the key store) */
+    apr_uint32_t threshold;
+    apr_uint32_t cooldown_ms;
+    apr_uint32_t probes;
+    apr_uint32_t probe_ttl_ms;
+} aura_breaker_setting_t;
+#define AURA_BREAKER_SETTING_STORE (AURA_SVC_COUNT + 1)
+
+#define AURA_DEFAULT_BREAKER_THRESHOLD    5
+#define AURA_DEFAULT_BREAKER_COOLDOWN_MS  30000
+#define AURA_DEFAULT_BREAKER_PROBES       1
+/* Longer than the longest budget of the sample (functions, 380 s). */
+#define AURA_DEFAULT_BREAKER_PROBE_TTL_MS 400000
+#define AURA_DEFAULT_RETRIES              2
+#define AURA_DEFAULT_TARGET_SWEEP         apr_time_from_sec(60)
+/* Retries may be at most this share of the requests waiting on an
+ * upstream, across all children, but always this many (Envoy's retry
+ * budget: 20 %, at least 3). */
+#define AURA_RETRY_BUDGET_PERCENT         20
+#define AURA_RETRY_BUDGET_MIN             3
+
+/* One AuraJWTKeyFile / AuraJWTSecretFile, read at config time. */
+typedef enum {
+    AURA_JWT_SRC_JWKS = 1,   /* a JWKS document: refreshed on unknown kid */
+    AURA_JWT_SRC_PEM,        /* an SPKI public key or a certificate */
+    AURA_JWT_SRC_SECRET,     /* an HS256 secret */
+    AURA_JWT_SRC_NATS        /* a JWKS fetched from a NATS subject (the
+                                identity service), on first use and on
+                                unknown kid */
+} aura_jwt_src_kind_e;
+
+typedef struct {
+    aura_jwt_src_kind_e kind;
+    const char *path;        /* file, or NATS subject for _NATS */
+    const char *kid;
+    const char *data;        /* the file as read at config time */
+    apr_size_t len;
+} aura_jwt_source_t;
+
+#define AURA_DEFAULT_JWT_ALGS       "RS256 ES256"
+/* The claim a data-plane user token names its project in
+ * (AuraTokenProjectClaim). */
+#define AURA_DEFAULT_TOKEN_PROJECT_CLAIM "aura_project"
+#define AURA_DEFAULT_JWT_LEEWAY     apr_time_from_sec(60)
+#define AURA_DEFAULT_JWKS_REFRESH   apr_time_from_sec(30)
+
+/* Management plane: where a request names what it concerns. */
+typedef enum {
+    AURA_SCOPE_PROJECT_HEADER = 0,   /* X-Project-Id (shared routes) */
+    AURA_SCOPE_PROJECT_PATH,         /* /v1/projects/{project}/... */
+    AURA_SCOPE_ORG_PATH              /* /v1/orgs/{org}/... */
+} aura_scope_e;
+
+/* Organization roles, in rank order. */
+typedef enum {
+    AURA_ROLE_MEMBER = 1,
+    AURA_ROLE_ADMIN,
+    AURA_ROLE_OWNER
+} aura_role_e;
+
+#define AURA_CONSOLE_AUDIENCE "aurabase-control"
+
+#define AURA_NATS_RECONNECT_UNSET (-2)
+
+/* aura_config.c */
+extern const command_rec aura_cmds[];
+void *aura_create_server_conf(apr_pool_t *p, server_rec *s);
+void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv);
+void *aura_create_dir_conf(apr_pool_t *p, char *dir);
+void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv);
+int aura_check_config(apr_pool_t *pconf, apr_pool_t *plog,
+                      apr_pool_t *ptemp, server_rec *s);
+aura_dir_conf_t *aura_dir_conf(request_rec *r);
+aura_server_conf_t *aura_server_conf(const server_rec *s);
+apr_interval_time_t aura_route_timeout(const aura_dir_conf_t *d);
+/* Argument parsers the directive handlers of every file share. */
+const char *aura_parse_duration(cmd_parms *cmd, const char *arg,
+                                apr_interval_time_t min,
+                                apr_interval_time_t max,
+                                apr_interval_time_t *out);
+const char *aura_parse_int(cmd_parms *cmd, const char *arg, int min,
+                           int max, int *out);
+const char *aura_global_only(cmd_parms *cmd);
+aura_server_conf_t *aura_cmd_server_conf(cmd_parms *cmd);
+
+#endif /* AURA_CONFIG_H */

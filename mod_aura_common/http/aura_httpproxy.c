@@ -1,0 +1,450 @@
+/* Licensed under the Apache License, Version 2.0 (see LICENSE).
+ *
+ * aura_httpproxy.c: the HTTP path (DESIGN.md section 3).  A Location
+ * whose AuraService names an http(s):// upstream is handed to Apache's
+ * mod_proxy, not to a client of our own: mod_proxy_http streams bodies
+ * both ways, tunnels WebSocket upgrades and passes SSE on as it comes.
+ *
+ *   translate_name  aura_route_claim() -> aura_http_claim(): the request
+ *                   becomes a reverse-proxy request for the upstream URL
+ *                   (exactly what ProxyPass does), with notes saying
+ *                   which origin and which budget; a WebSocket upgrade
+ *                   goes to ws(s)://
+ *   fixups          FIRST, before mod_proxy's own: the verified identity
+ *                   replaces whatever the client sent in the gateway's
+ *                   namespace, and the service's breaker is asked; the
+ *                   /v1/db router may turn a NATS request into one of
+ *                   these
+ *   proxy fixups    mod_proxy's hook, on the upstream request's headers
+ *                   after hop-by-hop processing: the identity again, so
+ *                   that no Connection token and no module removes it
+ *   mod_proxy       mod_aura_proxy picks a pooled worker per (origin,
+ *                   budget) for the request (pre_request hook)
+ *   request_status  the outcome feeds the breaker (DESIGN.md section 8);
+ *                   mod_proxy's 502 for a response timeout becomes the
+ *                   client's 504 upstream-timeout
+ *
+ * mod_proxy's own hooks used here (fixups, create_req, request_status)
+ * are optional hooks: nothing links against mod_proxy.so, and the load
+ * order does not matter.  Choosing the worker needs mod_proxy's
+ * pre_request hook, an ordinary one, hence the small mod_aura_proxy
+ * loaded after mod_proxy.
+ */
+#include "core/aura_module.h"
+#include "auth/aura_jwks.h"
+#include "core/aura_config.h"
+#include "http/aura_dbrouter.h"
+#include "http/aura_headers.h"
+#include "http/aura_httpproxy.h"
+#include "nats/aura_envelope.h"
+#include "resilience/aura_breaker.h"
+#include "resilience/aura_bulkhead.h"
+#include "resilience/aura_gone.h"
+#include "shm/aura_shm.h"
+#include "nats/aura_envelope.h"
+
+#include "http_core.h"
+#include "http_protocol.h"
+#include "http_request.h"
+#include "apr_strings.h"
+#include "apr_lib.h"
+#include "mod_proxy.h"
+
+#define HOLD_KEY "aura-http-breaker-hold"
+#define SLOT_KEY "aura-http-cap-slot"
+
+static int is_ours(request_rec *r)
+{
+    return r->proxyreq == PROXYREQ_REVERSE
+           && apr_table_get(r->notes, AURA_NOTE_ORIGIN) != NULL
+           && aura_request_get(r) != NULL;
+}
+
+/* "http://h:p/base" -> origin "http://h:p", and the base path. */
+static void split_upstream(apr_pool_t *p, const char *upstream,
+                           const char **origin, const char **base)
+{
+    const char *host = ap_strstr_c(upstream, "://") + 3;
+    const char *slash = ap_strchr_c(host, '/');
+
+    *origin = slash ? apr_pstrmemdup(p, upstream, slash - upstream)
+                    : upstream;
+    *base = slash ? slash : "";
+}
+
+/* The path after the Location's prefix, for a <Location> with a plain
+ * prefix; the whole path otherwise (LocationMatch, or no match). */
+static const char *path_rest(const request_rec *r, const aura_dir_conf_t *d)
+{
+    const char *rest;
+    apr_size_t n;
+
+    if (!d->location) {
+        return r->uri;
+    }
+    n = strlen(d->location);
+    if (strncmp(r->uri, d->location, n)) {
+        return r->uri;
+    }
+    /* "/v1/storage" and "/v1/storage/" map alike: one slash between. */
+    for (rest = r->uri + n; *rest == '/'; rest++) {
+        continue;
+    }
+    return apr_pstrcat(r->pool, "/", rest, NULL);
+}
+
+static int wants_websocket(const request_rec *r)
+{
+    const char *up = apr_table_get(r->headers_in, "Upgrade");
+
+    return up && ap_find_token(r->pool, up, "websocket");
+}
+
+/* Point r at url through mod_proxy, with its origin and budget noted for
+ * mod_aura_proxy (which picks the pooled worker) and for the fixups. */
+void aura_http_target(request_rec *r, const char *origin, const char *url,
+                      apr_interval_time_t budget)
+{
+    if (wants_websocket(r)) {
+        /* mod_proxy_http tunnels an upgrade for ws(s):// workers. */
+        url = apr_pstrcat(r->pool, strncasecmp(url, "https", 5) ? "ws"
+                                                                 : "wss",
+                          ap_strstr_c(url, "://"), NULL);
+        origin = apr_pstrcat(r->pool, strncasecmp(origin, "https", 5)
+                                      ? "ws" : "wss",
+                             ap_strstr_c(origin, "://"), NULL);
+    }
+    r->filename = apr_pstrcat(r->pool, "proxy:", url, NULL);
+    r->handler = "proxy-server";
+    r->proxyreq = PROXYREQ_REVERSE;
+    apr_table_setn(r->notes, AURA_NOTE_ORIGIN, origin);
+    apr_table_setn(r->notes, AURA_NOTE_BUDGET,
+                   apr_off_t_toa(r->pool, apr_time_as_msec(budget)));
+}
+
+/* The upstream I/O timeout of a route: its budget, or on a streaming
+ * Location its idle timeout when one is set (a whole-response budget
+ * would kill a healthy stream). */
+static apr_interval_time_t io_timeout(const aura_dir_conf_t *d)
+{
+    if (d->streaming == 1 && d->stream_idle != AURA_UNSET) {
+        return d->stream_idle;
+    }
+    return aura_route_timeout(d);
+}
+
+int aura_http_claim(request_rec *r, const aura_dir_conf_t *d)
+{
+    const char *origin, *base;
+
+    split_upstream(r->pool, d->upstream, &origin, &base);
+    aura_http_target(r, origin,
+                     apr_pstrcat(r->pool, origin, base, path_rest(r, d),
+                                 NULL),
+                     io_timeout(d));
+    return OK;
+}
+
+/* Every header in the gateway's namespace (aura_envelope_own_header(),
+ * any spelling) is dropped: a client can never claim an identity, nor
+ * hand a service a second X-Request-Id (DESIGN.md section 9).  The
+ * names are collected first (a table cannot be changed while walked);
+ * the array only when there is one, since this runs on every response
+ * and usually finds nothing. */
+typedef struct {
+    apr_pool_t *p;
+    apr_array_header_t *names;
+} owned_names_t;
+
+static int collect_owned(void *rec, const char *key, const char *val)
+{
+    owned_names_t *o = rec;
+
+    (void)val;
+    if (aura_envelope_own_header(key)) {
+        if (!o->names) {
+            o->names = apr_array_make(o->p, 4, sizeof(const char *));
+        }
+        APR_ARRAY_PUSH(o->names, const char *) = key;
+    }
+    return 1;
+}
+
+void aura_unset_owned(apr_pool_t *p, apr_table_t *t)
+{
+    owned_names_t o = { p, NULL };
+    int i;
+
+    apr_table_do(collect_owned, &o, t, NULL);
+    for (i = 0; o.names && i < o.names->nelts; i++) {
+        apr_table_unset(t, APR_ARRAY_IDX(o.names, i, const char *));
+    }
+}
+
+static void set_identity(request_rec *r, const aura_request_t *rq)
+{
+    apr_table_t *t = r->headers_in;
+
+    aura_unset_owned(r->pool, t);
+    aura_forward_credentials(r, t);
+    /* Nothing of the namespace is left: added, not set, since set would
+     * compare each name with every other that begins with "Aura" (one
+     * checksum for all of them in an apr table). */
+    apr_table_addn(t, AURA_HDR_REQUEST_ID, rq->request_id);
+    apr_table_addn(t, "X-Request-Id", rq->request_id);
+    apr_table_addn(t, AURA_HDR_PLANE, aura_plane_name(rq->plane));
+#define IDENTITY(h, v) if (v) apr_table_addn(t, h, v)
+    IDENTITY(AURA_HDR_PROJECT, rq->project);
+    IDENTITY(AURA_HDR_ORG, rq->org);
+    IDENTITY(AURA_HDR_ROLE, rq->role);
+    IDENTITY(AURA_HDR_KEY_ROLE, rq->key_role);
+    IDENTITY(AURA_HDR_ACTOR, rq->actor);
+    IDENTITY(AURA_HDR_TRACEPARENT, rq->traceparent);
+    IDENTITY(AURA_HDR_TRACESTATE, rq->tracestate);
+#undef IDENTITY
+}
+
+/* mod_proxy's own fixups hook, run inside ap_proxy_create_hdrbrgd() on
+ * the copy of r->headers_in that becomes the upstream request, after
+ * ap_proxy_clear_connection() removed the headers the client's
+ * Connection header names and right before the headers are written
+ * (httpd 2.4 proxy_util.c).  Set here, last of that hook, the identity
+ * is what the upstream gets whatever the client listed in Connection
+ * (Connection: close, Aura-Role would otherwise remove ours) and
+ * whatever module edited the request headers since our fixups. */
+static int proxy_fixups(request_rec *r)
+{
+    if (!is_ours(r)) {
+        return DECLINED;
+    }
+    set_identity(r, aura_request_get(r));
+    /* Not wants_websocket(): this copy has lost its Upgrade header by
+     * now; aura_http_target() chose a ws(s):// URL for an upgrade. */
+    if (r->filename && !strncasecmp(r->filename, "proxy:ws", 8)) {
+        aura_headers_arm_upgrade(r);
+    }
+    return OK;
+}
+
+/* Right before mod_proxy contacts the upstream: the /v1/db router's
+ * decision (it may make this a proxy request), identity, breaker, and a
+ * slot of the service and plane caps (aura_bulkhead.c), given back by
+ * request_status() once mod_proxy is done, or with r->pool. */
+int aura_http_fixups(request_rec *r)
+{
+    aura_breaker_hold_t *hold = NULL;
+    const aura_dir_conf_t *d;
+    aura_cap_hold_t *slot = NULL;
+    const char *target;
+    int rc;
+
+    if (!ap_is_initial_req(r) || !aura_request_get(r)) {
+        return DECLINED;
+    }
+    rc = aura_db_route(r);
+    if (rc != OK) {
+        return rc;
+    }
+    if (!is_ours(r)) {
+        return DECLINED;
+    }
+    d = aura_dir_conf(r);
+    /* A request that waited for a worker after its client left is not
+     * sent (DESIGN.md section 9), and takes no probe.  Once mod_proxy
+     * has sent it, it waits on the upstream alone: see
+     * docs/resilience.md. */
+    if (aura_client_gone(r)) {
+        return aura_client_abandoned(r, "before-send", d->upstream);
+    }
+    set_identity(r, aura_request_get(r));
+    /* A dedicated PostgREST has a breaker of its own: one dead target
+     * leaves the others alone. */
+    target = apr_table_get(r->notes, AURA_NOTE_TARGET);
+    rc = target ? aura_breaker_enter_target(r, target, &hold)
+                : aura_breaker_enter(r, d->service, &hold);
+    if (rc != OK) {
+        return rc;
+    }
+    apr_pool_userdata_setn(hold, HOLD_KEY, NULL, r->pool);
+    /* A dedicated target counts against the db service's cap: the
+     * targets share its slots (docs/resilience.md). */
+    rc = aura_cap_enter(r, d->service, &slot);
+    if (rc != OK) {
+        return rc;
+    }
+    apr_pool_userdata_setn(slot, SLOT_KEY, NULL, r->pool);
+    return DECLINED;
+}
+
+/* After mod_proxy's attempt(s): the breaker's verdict, and the client's
+ * error in our words.  *status is mod_proxy's outcome: OK (the upstream
+ * answered, r->status is its status), 503 (it could not connect), 502
+ * (a broken or timed-out response: the note proxy_timedout says which),
+ * 504 (sending the body timed out), DONE (the client went away, or the
+ * upstream broke the body off after the headers). */
+static int request_status(int *status, request_rec *r)
+{
+    aura_breaker_hold_t *hold = NULL;
+    aura_cap_hold_t *slot = NULL;
+
+    if (!is_ours(r)) {
+        return DECLINED;
+    }
+    apr_pool_userdata_get((void **)&hold, HOLD_KEY, r->pool);
+    /* mod_proxy is done with the upstream (and with this worker). */
+    apr_pool_userdata_get((void **)&slot, SLOT_KEY, r->pool);
+    aura_cap_leave(slot);
+    switch (*status) {
+    case OK:
+        aura_breaker_verdict(hold, aura_breaker_status_ok(r->status));
+        break;
+    case DONE:
+        /* After a WebSocket tunnel: the upstream took the upgrade, and
+         * a session that ends is no failure.  Otherwise the upstream broke
+         * the body off, unless the client left (that says nothing). */
+        if (r->status == HTTP_SWITCHING_PROTOCOLS) {
+            aura_breaker_verdict(hold, 1);
+        }
+        else if (!r->connection->aborted) {
+            aura_breaker_verdict(hold, 0);
+        }
+        break;
+    case HTTP_BAD_GATEWAY:
+        aura_breaker_verdict(hold, 0);
+        if (apr_table_get(r->notes, "proxy_timedout")) {
+            *status = HTTP_GATEWAY_TIME_OUT;
+            aura_count(AURA_CTR_HTTP_TIMEOUTS);
+            aura_problem_note(r, "upstream-timeout", "the service did not "
+                              "answer within the route's budget");
+        }
+        else {
+            aura_problem_note(r, "upstream-error", "the service's answer "
+                              "was broken off or malformed");
+        }
+        break;
+    case HTTP_SERVICE_UNAVAILABLE:
+        aura_breaker_verdict(hold, 0);
+        aura_problem_note(r, "upstream-error",
+                          "the service cannot be reached");
+        break;
+    case HTTP_GATEWAY_TIME_OUT:
+        aura_breaker_verdict(hold, 0);
+        aura_count(AURA_CTR_HTTP_TIMEOUTS);
+        aura_problem_note(r, "upstream-timeout", "the service did not take "
+                          "the request within the route's budget");
+        break;
+    default:
+        break;      /* refused before contacting it: released */
+    }
+    return OK;
+}
+
+/* ---- streaming timeouts ------------------------------------------------
+ * mod_proxy has one timeout per worker, applied to every read of the
+ * upstream: on a streaming Location that is the idle timeout (above).
+ * The first-byte timeout is the backend socket's timeout from the moment
+ * mod_proxy made the backend request (its create_req hook) until the
+ * first response bytes pass our output filter, which puts the idle
+ * timeout back.  The maximum duration is checked by that filter on every
+ * piece of the body: it ends the response, logged.  A WebSocket tunnel
+ * writes straight to the connection, past request filters: there only
+ * the idle timeout holds (docs/http-upstreams.md). */
+
+#define STREAM_KEY "aura-http-stream"
+#define STREAM_FILTER "AURA_STREAM"
+
+typedef struct {
+    apr_socket_t *sock;         /* the backend's, while first byte awaited */
+    apr_interval_time_t idle;
+    int answered;
+    int cut;
+} stream_ctx_t;
+
+static ap_filter_rec_t *stream_filter;
+
+static int streaming_route(request_rec *r)
+{
+    return is_ours(r) && aura_dir_conf(r)->streaming == 1;
+}
+
+static int create_req(request_rec *r, request_rec *rp)
+{
+    const aura_dir_conf_t *d;
+    stream_ctx_t *ctx = NULL;
+
+    if (!streaming_route(r)) {
+        return OK;
+    }
+    d = aura_dir_conf(r);
+    apr_pool_userdata_get((void **)&ctx, STREAM_KEY, r->pool);
+    /* A tunnel's 101 never passes the filter that would restore the idle
+     * timeout: upgrades keep the worker's (idle) timeout throughout. */
+    if (!ctx || d->stream_first_byte == AURA_UNSET || wants_websocket(r)) {
+        return OK;
+    }
+    ctx->sock = ap_get_conn_socket(rp->connection);
+    ctx->idle = io_timeout(d);
+    apr_socket_timeout_set(ctx->sock, d->stream_first_byte);
+    return OK;
+}
+
+static apr_status_t stream_out_filter(ap_filter_t *f, apr_bucket_brigade *bb)
+{
+    stream_ctx_t *ctx = f->ctx;
+    request_rec *r = f->r;
+    apr_interval_time_t max = aura_dir_conf(r)->stream_max;
+
+    if (!ctx->answered) {
+        aura_breaker_hold_t *hold = NULL;
+
+        /* The upstream answered.  A stream may last hours: its verdict
+         * is its status, now, not when it ends (a probe is not held for
+         * the length of a stream). */
+        ctx->answered = 1;
+        apr_pool_userdata_get((void **)&hold, HOLD_KEY, r->pool);
+        aura_breaker_verdict(hold, aura_breaker_status_ok(r->status));
+        if (ctx->sock) {
+            /* From now on, silences are idle time. */
+            apr_socket_timeout_set(ctx->sock, ctx->idle);
+            ctx->sock = NULL;
+        }
+    }
+    if (max != AURA_UNSET && !ctx->cut
+        && apr_time_now() - r->request_time > max) {
+        ctx->cut = 1;
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, AURA_LOGNO(00123)
+                      "stream ended after %" APR_TIME_T_FMT " ms "
+                      "(AuraStreamMaxDuration)", apr_time_as_msec(max));
+        r->connection->aborted = 1;
+    }
+    if (ctx->cut) {
+        apr_brigade_cleanup(bb);
+        return APR_ECONNABORTED;
+    }
+    return ap_pass_brigade(f->next, bb);
+}
+
+void aura_http_insert_filter(request_rec *r)
+{
+    stream_ctx_t *ctx;
+
+    if (!ap_is_initial_req(r) || !streaming_route(r)) {
+        return;
+    }
+    ctx = apr_pcalloc(r->pool, sizeof(*ctx));
+    apr_pool_userdata_setn(ctx, STREAM_KEY, NULL, r->pool);
+    ap_add_output_filter_handle(stream_filter, ctx, r, r->connection);
+}
+
+void aura_http_register(void)
+{
+    APR_OPTIONAL_HOOK(proxy, request_status, request_status, NULL, NULL,
+                      APR_HOOK_MIDDLE);
+    APR_OPTIONAL_HOOK(proxy, create_req, create_req, NULL, NULL,
+                      APR_HOOK_MIDDLE);
+    APR_OPTIONAL_HOOK(proxy, fixups, proxy_fixups, NULL, NULL,
+                      APR_HOOK_REALLY_LAST);
+    stream_filter = ap_register_output_filter(STREAM_FILTER,
+                                              stream_out_filter, NULL,
+                                              AP_FTYPE_CONTENT_SET);
+}

@@ -1,0 +1,185 @@
+/* Licensed under the Apache License, Version 2.0 (see LICENSE).
+ *
+ * aura_route.c: what the plane modules call to take a request in: the
+ * per-request state (plane, request id) and the claim of a service
+ * Location.  A claimed request skips the file system entirely (like
+ * mod_proxy's proxy: URLs): there is no file behind a service route, and
+ * a <Directory> section must not apply to it.
+ */
+#include "core/aura_module.h"
+#include "auth/aura_keyauth.h"
+#include "core/aura_config.h"
+#include "core/aura_path.h"
+#include "core/aura_reqid.h"
+#include "http/aura_httpproxy.h"
+#include "http/aura_route.h"
+#include "nats/aura_nats.h"
+#include "shm/aura_shm.h"
+#include "core/aura_path.h"
+
+#include "http_core.h"
+#include "http_protocol.h"
+#include "http_request.h"
+#include "apr_strings.h"
+#include "apr_uri.h"
+
+#define FILENAME_PREFIX "aura:"
+
+AURA_DECLARE(aura_plane_e) aura_server_plane(const server_rec *s)
+{
+    const aura_server_conf_t *c = aura_server_conf(s);
+
+    return c->plane == AURA_UNSET ? AURA_PLANE_NONE : (aura_plane_e)c->plane;
+}
+
+AURA_DECLARE(const char *) aura_plane_name(aura_plane_e plane)
+{
+    switch (plane) {
+    case AURA_PLANE_DATA:
+        return "data";
+    case AURA_PLANE_MGMT:
+        return "management";
+    default:
+        return "none";
+    }
+}
+
+AURA_DECLARE(aura_request_t *) aura_request_get(request_rec *r)
+{
+    aura_request_t *rq;
+
+    /* Internal redirects (ErrorDocument) start a new request_rec; the
+     * state, request id included, belongs to the original. */
+    for (; r; r = r->prev) {
+        rq = ap_get_module_config(r->request_config, &aura_common_module);
+        if (rq) {
+            return rq;
+        }
+    }
+    return NULL;
+}
+
+/* The path of the request target as sent.  Not r->parsed_uri.path:
+ * ap_parse_uri strips leading slashes before parsing ("//v1/x" would be
+ * "/v1/x" there), and httpd decodes and normalizes it in place later. */
+static const char *raw_path(request_rec *r)
+{
+    const char *u = r->unparsed_uri;
+    apr_uri_t uri;
+
+    if (!u || r->method_number == M_CONNECT || !strcmp(u, "*")) {
+        return NULL;
+    }
+    if (u[0] == '/') {
+        return apr_pstrmemdup(r->pool, u, strcspn(u, "?#"));
+    }
+    /* absolute-form, "http://host/path?query"; "http://host" has no
+     * path, which httpd takes as "/".  Anything else stays as sent, and
+     * aura_path_check refuses it (it does not start with "/"). */
+    if (apr_uri_parse(r->pool, u, &uri) == APR_SUCCESS && uri.scheme) {
+        return uri.path ? uri.path : "";
+    }
+    return apr_pstrmemdup(r->pool, u, strcspn(u, "?#"));
+}
+
+AURA_DECLARE(aura_request_t *) aura_request_begin(request_rec *r,
+                                                  aura_plane_e plane)
+{
+    aura_request_t *rq = aura_request_get(r);
+
+    if (rq) {
+        return rq;
+    }
+    rq = apr_pcalloc(r->pool, sizeof(*rq));
+    rq->plane = plane;
+    rq->start = r->request_time;
+    rq->request_id = aura_reqid_pick(r);
+    aura_trace_begin(r, rq);
+    /* For ErrorLogFormat's %{aura-request-id}n: every error log line of
+     * the request can carry it (docs/logging.md). */
+    apr_table_setn(r->notes, "aura-request-id", rq->request_id);
+    ap_set_module_config(r->request_config, &aura_common_module, rq);
+    rq->raw_path = raw_path(r);
+    aura_take_query_key(r, rq);
+    /* err_headers_out: on every response, errors included. */
+    apr_table_setn(r->err_headers_out, "X-Request-Id", rq->request_id);
+    aura_count(AURA_CTR_REQUESTS);
+    return rq;
+}
+
+AURA_DECLARE(int) aura_request_path_check(request_rec *r)
+{
+    aura_request_t *rq = aura_request_get(r);
+    const char *raw = rq ? rq->raw_path : NULL;
+    const char *why = NULL;
+
+    /* Internal redirects carry a path from the configuration; "OPTIONS *"
+     * and CONNECT have none. */
+    if (!ap_is_initial_req(r) || !raw) {
+        return DECLINED;
+    }
+    /* An absolute-form target without a path ("http://host") is "/"
+     * to httpd. */
+    if (!*raw || aura_path_check(raw, strlen(raw), &why) == APR_SUCCESS) {
+        return DECLINED;
+    }
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, AURA_LOGNO(00400)
+                  "path refused: %s", why);
+    aura_problem_note(r, "invalid-request", apr_pstrcat(r->pool,
+                      "path refused (", why, "): send it in its "
+                      "normalized form (docs/envelope.md)", NULL));
+    return HTTP_BAD_REQUEST;
+}
+
+apr_off_t aura_declared_length(request_rec *r)
+{
+    const char *cl = apr_table_get(r->headers_in, "Content-Length");
+    apr_off_t len;
+
+    if (!cl || apr_strtoff(&len, cl, NULL, 10) != APR_SUCCESS || len < 0) {
+        return -1;
+    }
+    return len;
+}
+
+AURA_DECLARE(int) aura_route_claim(request_rec *r)
+{
+    aura_dir_conf_t *d = aura_dir_conf(r);
+    apr_int64_t limit;
+
+    if (d->service == AURA_UNSET || !aura_request_get(r)) {
+        return DECLINED;
+    }
+    if (d->upstream_kind == AURA_UPSTREAM_HTTP) {
+        return aura_http_claim(r, d);
+    }
+    r->handler = AURA_HANDLER_SERVICE;
+    r->filename = apr_pstrcat(r->pool, FILENAME_PREFIX,
+                              aura_service_names[d->service], NULL);
+    /* A declared body the bus can never carry is refused now, before
+     * authentication and before a byte of it is read. */
+    limit = aura_nats_max_payload();
+    if (d->upstream_kind == AURA_UPSTREAM_NATS && limit > 0
+        && aura_declared_length(r) > limit) {
+        return aura_too_large(r, limit);
+    }
+    return OK;
+}
+
+int aura_too_large(request_rec *r, apr_int64_t limit)
+{
+    aura_problem_note(r, "payload-too-large", apr_psprintf(r->pool,
+                      "the request body exceeds the %" APR_INT64_T_FMT
+                      " bytes a message to the service can carry", limit));
+    return HTTP_REQUEST_ENTITY_TOO_LARGE;
+}
+
+int aura_map_to_storage(request_rec *r)
+{
+    if (r->handler && !strcmp(r->handler, AURA_HANDLER_SERVICE)
+        && r->filename && !strncmp(r->filename, FILENAME_PREFIX,
+                                   sizeof(FILENAME_PREFIX) - 1)) {
+        return OK;
+    }
+    return DECLINED;
+}

@@ -1,0 +1,258 @@
+/* Licensed under the Apache License, Version 2.0 (see LICENSE).
+ *
+ * aura_limit_ip.c: the per-address stage of rate limiting (DESIGN.md
+ * section 2), and what both stages share: the clock, the keyed table,
+ * the 429 answer.  The actor stage is aura_limit_actor.c.
+ *
+ * Stage 1, per client address, runs before authentication so that a
+ * flood costs one hash and one compare-and-swap per request, never a
+ * key lookup or a signature check.  GCRA on one 64-bit TAT per (zone,
+ * address) in the shared table (aura_gcra_table.c): exact across children
+ * and threads without a lock.  The address is r->useragent_addr, which
+ * is the connection's, or the client's as mod_remoteip established it
+ * from a trusted proxy's header; IPv6 clients are keyed by their leading
+ * AuraRateLimitIPv6Prefix bits (one host usually holds a whole /64).
+ *
+ * Both stages answer 429 with a problem+json body, Retry-After, and the
+ * RateLimit-Policy / RateLimit fields of draft-ietf-httpapi-ratelimit-
+ * headers-09 (policies "ip" and "actor"); admitted requests carry the
+ * actor stage's remaining quota.
+ */
+#include "core/aura_module.h"
+#include "core/aura_config.h"
+#include "core/aura_siphash.h"
+#include "limit/aura_connlimit.h"
+#include "limit/aura_gcra.h"
+#include "limit/aura_gcra_table.h"
+#include "limit/aura_limit.h"
+#include "shm/aura_shm.h"
+#include "core/aura_siphash.h"
+
+#include "http_protocol.h"
+#include "apr_atomic.h"
+#include "apr_strings.h"
+
+#include <time.h>
+
+#define NS_PER_S  APR_UINT64_C(1000000000)
+/* "Table full" is logged at most once per this many seconds. */
+#define FULL_LOG_INTERVAL 60
+#define MAX_KEY AURA_LIMITER_KEY_MAX
+
+/* Written in post_config only. */
+static const aura_zone_t *default_zone;
+
+/* CLOCK_MONOTONIC is one clock for every process of the machine, and
+ * does not jump when the wall clock is set. */
+apr_uint64_t aura_clock_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (apr_uint64_t)ts.tv_sec * NS_PER_S + (apr_uint64_t)ts.tv_nsec;
+}
+
+apr_uint64_t aura_ceil_div(apr_uint64_t a, apr_uint64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+apr_status_t aura_ratelimit_post_config(apr_pool_t *pconf, server_rec *s)
+{
+    apr_array_header_t *zones = aura_zones(pconf);
+
+    (void)s;
+    /* aura_zones() puts the built-in first; a definition of "default"
+     * changed it in place. */
+    default_zone = APR_ARRAY_IDX(zones, 0, aura_zone_t *);
+    return APR_SUCCESS;
+}
+
+/* The client's address as key bytes: family, then the address (IPv4,
+ * an IPv4-mapped IPv6 address as IPv4, IPv6 cut to its prefix).  Also
+ * the connection limit's (aura_connlimit.c). */
+apr_size_t aura_address_bytes(const apr_sockaddr_t *sa, int v6_prefix,
+                              unsigned char *out)
+{
+    if (!sa) {
+        out[0] = 0;
+        return 1;
+    }
+#if APR_HAVE_IPV6
+    if (sa->family == AF_INET6) {
+        const unsigned char *a = sa->sa.sin6.sin6_addr.s6_addr;
+        int i;
+
+        if (IN6_IS_ADDR_V4MAPPED(&sa->sa.sin6.sin6_addr)) {
+            out[0] = 4;
+            memcpy(out + 1, a + 12, 4);
+            return 5;
+        }
+        out[0] = 6;
+        for (i = 0; i < 16; i++) {
+            int keep = v6_prefix - 8 * i;
+
+            out[1 + i] = keep >= 8 ? a[i]
+                         : keep <= 0 ? 0
+                         : (unsigned char)(a[i] & (0xff << (8 - keep)));
+        }
+        return 17;
+    }
+#endif
+    out[0] = 4;
+    memcpy(out + 1, &sa->sa.sin.sin_addr, 4);
+    return 5;
+}
+
+/* Keyed hash of a stage tag, a name and some bytes; 0 when they do not
+ * fit in MAX_KEY together (nothing is written then: the name may be an
+ * actor's, i.e. a client's, and cutting it would merge two actors). */
+apr_uint64_t aura_limiter_key(const char *tag, const char *name,
+                                const unsigned char *bytes, apr_size_t n)
+{
+    unsigned char buf[MAX_KEY];
+    apr_size_t t = strlen(tag) + 1, m = strlen(name) + 1;
+    apr_uint64_t key;
+
+    if (t > sizeof(buf) || m > sizeof(buf) - t
+        || n > sizeof(buf) - t - m) {
+        return 0;
+    }
+    memcpy(buf, tag, t);
+    memcpy(buf + t, name, m);
+    if (n) {
+        memcpy(buf + t + m, bytes, n);
+    }
+    key = aura_siphash24(aura_shm_hash_key(), buf, t + m + n);
+    return key ? key : 1;   /* 0 means "does not fit" only */
+}
+
+/* Per table: a flood that fills one zone's table is logged (and
+ * counted) as that zone's, and does not silence the line of another. */
+void aura_limiter_full(request_rec *r, int n)
+{
+    aura_limiter_slot_t *slots;
+    apr_uint64_t sets, was, now = (apr_uint64_t)apr_time_sec(apr_time_now());
+    aura_shm_table_t *t = aura_shm_table(n, &slots, &sets);
+
+    aura_count(AURA_CTR_IP_TABLE_FULL);
+    if (!t) {
+        return;
+    }
+    apr_atomic_inc64(&t->full);
+    was = apr_atomic_read64(&t->full_logged);
+    if (now - was < FULL_LOG_INTERVAL
+        || apr_atomic_cas64(&t->full_logged, now, was) != was) {
+        return;
+    }
+    if (n == AURA_TABLE_ACTOR) {
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, AURA_LOGNO(00600)
+                      "actor quota fallback table full: requests admitted "
+                      "without a local quota (raise AuraRateLimitEntries; "
+                      "logged once a minute)");
+    }
+    else {
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, AURA_LOGNO(00080)
+                      "rate-limit zone %s full: requests admitted without a "
+                      "per-address limit in this zone only (raise its "
+                      "entries=; logged once a minute per zone)", t->name);
+    }
+}
+
+/* The decimal digits of v, written backwards to end at end. */
+static char *digits(char *end, apr_uint64_t v)
+{
+    do {
+        *--end = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return end;
+}
+
+/* "policy";k1=a;k2=b, put together by hand: apr_psprintf's formatter
+ * was half the cost of the actor stage on a request it admits. */
+void aura_limit_header(request_rec *r, const char *name, const char *policy,
+                       char k1, apr_uint64_t a, char k2, apr_uint64_t b)
+{
+    char abuf[24], bbuf[24];
+    const char *ad = digits(abuf + sizeof(abuf), a);
+    const char *bd = digits(bbuf + sizeof(bbuf), b);
+    apr_size_t pl = strlen(policy);
+    apr_size_t al = (apr_size_t)(abuf + sizeof(abuf) - ad);
+    apr_size_t bl = (apr_size_t)(bbuf + sizeof(bbuf) - bd);
+    char *out = apr_palloc(r->pool, pl + al + bl + 9), *o = out;
+
+    *o++ = '"';
+    memcpy(o, policy, pl);
+    o += pl;
+    *o++ = '"';
+    *o++ = ';';
+    *o++ = k1;
+    *o++ = '=';
+    memcpy(o, ad, al);
+    o += al;
+    *o++ = ';';
+    *o++ = k2;
+    *o++ = '=';
+    memcpy(o, bd, bl);
+    o += bl;
+    *o = '\0';
+    apr_table_setn(r->err_headers_out, name, out);
+}
+
+int aura_limit_refuse(request_rec *r, const char *type, const char *policy,
+                  apr_uint64_t retry_s, const char *why)
+{
+    retry_s = retry_s ? retry_s : 1;
+    apr_table_setn(r->err_headers_out, "Retry-After",
+                   apr_psprintf(r->pool, "%" APR_UINT64_T_FMT, retry_s));
+    aura_limit_header(r, "RateLimit", policy, 'r', 0, 't', retry_s);
+    aura_problem_note(r, type, apr_psprintf(r->pool, "%s; retry after %"
+                                            APR_UINT64_T_FMT " s", why,
+                                            retry_s));
+    return HTTP_TOO_MANY_REQUESTS;
+}
+
+AURA_DECLARE(int) aura_limit_ip(request_rec *r)
+{
+    const aura_dir_conf_t *d = aura_dir_conf(r);
+    const aura_zone_t *z = d->zone ? d->zone : default_zone;
+    int prefix = aura_server_conf(r->server)->ipv6_prefix;
+    unsigned char addr[17];
+    aura_limiter_slot_t *slots;
+    aura_shm_table_t *t;
+    aura_gcra_result_t res;
+    apr_uint64_t sets, key;
+    apr_size_t n;
+
+    if (!z || z == &aura_zone_off
+        || !(t = aura_shm_table(z->table, &slots, &sets))) {
+        return OK;
+    }
+    n = aura_address_bytes(r->useragent_addr,
+                           prefix != AURA_UNSET ? prefix
+                                                : AURA_DEFAULT_IPV6_PREFIX,
+                           addr);
+    key = aura_limiter_key("ip", z->name, addr, n);
+    switch (aura_limiter_take(slots, sets, key, &z->gcra, aura_clock_ns(),
+                              &res)) {
+    case AURA_LIMIT_ADMITTED:
+        return OK;
+    case AURA_LIMIT_FULL:
+        aura_limiter_full(r, z->table);
+        return OK;
+    default:
+        break;
+    }
+    aura_count(AURA_CTR_IP_REJECTED);
+    apr_atomic_inc64(&t->rejected);
+    ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(00081)
+                  "zone %s: %s over its rate", z->name, r->useragent_ip);
+    /* GCRA as a quota: the burst, refilled over burst/rate seconds. */
+    aura_limit_header(r, "RateLimit-Policy", "ip", 'q', z->burst, 'w',
+                      aura_ceil_div(z->gcra.tolerance, NS_PER_S));
+    return aura_limit_refuse(r, "ip-rate-limit", "ip",
+                  aura_ceil_div(res.retry_after, NS_PER_S),
+                  "too many requests from this address");
+}
+

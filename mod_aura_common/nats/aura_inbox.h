@@ -1,0 +1,37 @@
+/* Licensed under the Apache License, Version 2.0 (see LICENSE).
+ *
+ * aura_inbox.h: per-request reply inboxes on the child's one reply
+ * subscription (aura_inbox.c).
+ */
+#ifndef AURA_INBOX_H
+#define AURA_INBOX_H
+
+#include "aura.h"
+
+struct __natsConnection;
+struct __natsMsg;
+
+/* aura_inbox.c: per-request reply inboxes on the child's one reply
+ * subscription.  Statuses are natsStatus values. */
+typedef struct aura_inbox_t aura_inbox_t;
+int aura_inbox_child_init(struct __natsConnection *nc);
+void aura_inbox_child_exit(void);
+/* Wakes every waiting request (the connection was lost). */
+void aura_inbox_wake_all(void);
+/* An inbox that lives as long as p; NATS_OK, or why not. */
+int aura_inbox_open(apr_pool_t *p, aura_inbox_t **inbox);
+/* The reply subject that reaches the inbox. */
+const char *aura_inbox_subject(const aura_inbox_t *inbox);
+/* This child's reply inbox prefix ("_INBOX.<nuid>"), NULL before
+ * child_init subscribed. */
+const char *aura_inbox_prefix(void);
+/* Next message on the inbox before deadline (wall clock).  NATS_OK
+ * (*msg is the caller's to destroy), NATS_TIMEOUT, NATS_NO_RESPONDERS,
+ * NATS_SLOW_CONSUMER (messages were dropped over its limits; once), or
+ * NATS_CONNECTION_DISCONNECTED. */
+int aura_inbox_next(aura_inbox_t *inbox, apr_time_t deadline,
+                    struct __natsMsg **msg);
+/* Messages dropped over the inbox's limits so far. */
+apr_int64_t aura_inbox_dropped(aura_inbox_t *inbox);
+
+#endif /* AURA_INBOX_H */

@@ -1,0 +1,389 @@
+/* Licensed under the Apache License, Version 2.0 (see LICENSE).
+ *
+ * aura_nats.c: one NATS connection per child process.
+ *
+ * Opened in child_init, never in the parent: nats_Open() starts library
+ * threads (timers, callbacks, GC) that do not survive fork, and a
+ * library initialised before fork fails silently in the child.  The
+ * connect does not block child_init when NATS is down: with
+ * RetryOnFailedConnect and a callback, nats.c returns at once and keeps
+ * trying in the background, and requests meanwhile get 503.  Requests
+ * in flight when the connection drops fail at once
+ * (FailRequestsOnDisconnect) instead of waiting out their budget.
+ *
+ * The connection is shared by all worker threads of the child (nats.c
+ * locks internally; each request uses its own natsMsg).  It is destroyed
+ * by a cleanup on the child pool, so it closes when the child exits.
+ * Callbacks run on nats.c threads: they only log; the connection state
+ * is read from nats.c itself.
+ */
+#include "core/aura_module.h"
+#include "auth/aura_identity.h"
+#include "auth/aura_keystore.h"
+#include "core/aura_config.h"
+#include "nats/aura_inbox.h"
+#include "nats/aura_nats.h"
+#include "auth/aura_identity.h"
+
+#include "apr_strings.h"
+#include "apr_atomic.h"
+
+#include <nats/nats.h>
+#include <pthread.h>
+
+/* Written in child_init only; read by worker threads afterwards. */
+static natsConnection *child_nc;
+static natsSubscription *invalidation_sub;
+static const char *invalidation_subject;
+static server_rec *child_server;
+/* Set by the child pool cleanup before the connection is destroyed, so
+ * the disconnect that destroying causes is not reported as an outage. */
+static volatile int child_exiting;
+/* 1 while connected, kept by the connection's callbacks.  Every request
+ * asks, often more than once; natsConnection_Status() takes the
+ * connection's lock, which the publishing threads contend for: asking
+ * it cost 4 % of the child's CPU under load.  The callbacks run shortly
+ * after the change; a request that slips through in between is
+ * refused by nats.c or woken by aura_inbox_wake_all(). */
+static volatile apr_uint32_t child_connected;
+/* The server's max payload, read once per (re)connect: reading it from
+ * the connection takes its lock, on every request. */
+static volatile apr_uint64_t child_max_payload;
+
+/* nats.c frees every message on its garbage-collector thread: each
+ * natsMsg_Destroy() queues the message and wakes that thread (a futex
+ * wake and a context switch on each side), two or three times a request;
+ * measured, that thread alone took 7 % of the child's CPU.  Small
+ * messages are handed to it in batches instead: one wake frees a batch.
+ * What a batch holds is bounded (RELEASE_BATCH messages of at most
+ * RELEASE_SMALL payload bytes; bigger ones go at once), and it is
+ * released when the child exits. */
+#define RELEASE_BATCH 32
+#define RELEASE_SMALL 4096
+
+static pthread_mutex_t release_lock = PTHREAD_MUTEX_INITIALIZER;
+static natsMsg *release_batch[RELEASE_BATCH];
+static int release_count;
+
+void aura_nats_msg_release(natsMsg *m)
+{
+    natsMsg *full[RELEASE_BATCH];
+    int n = 0, i;
+
+    if (!m) {
+        return;
+    }
+    if (child_exiting || natsMsg_GetDataLength(m) > RELEASE_SMALL) {
+        natsMsg_Destroy(m);
+        return;
+    }
+    pthread_mutex_lock(&release_lock);
+    release_batch[release_count++] = m;
+    if (release_count == RELEASE_BATCH) {
+        memcpy(full, release_batch, sizeof(full));
+        n = RELEASE_BATCH;
+        release_count = 0;
+    }
+    pthread_mutex_unlock(&release_lock);
+    for (i = 0; i < n; i++) {
+        natsMsg_Destroy(full[i]);
+    }
+}
+
+apr_status_t aura_nats_msg_cleanup(void *m)
+{
+    aura_nats_msg_release(m);
+    return APR_SUCCESS;
+}
+
+static void release_all(void)
+{
+    int i;
+
+    pthread_mutex_lock(&release_lock);
+    for (i = 0; i < release_count; i++) {
+        natsMsg_Destroy(release_batch[i]);
+    }
+    release_count = 0;
+    pthread_mutex_unlock(&release_lock);
+}
+
+static void on_connected(natsConnection *nc, void *closure)
+{
+    char url[256];
+
+    (void)closure;
+    apr_atomic_set64(&child_max_payload,
+                     (apr_uint64_t)natsConnection_GetMaxPayload(nc));
+    apr_atomic_set32(&child_connected, 1);
+    if (natsConnection_GetConnectedUrl(nc, url, sizeof(url)) != NATS_OK) {
+        apr_cpystrn(url, "?", sizeof(url));
+    }
+    ap_log_error(APLOG_MARK, APLOG_INFO, 0, child_server, AURA_LOGNO(00010)
+                 "NATS connected to %s (pid %" APR_PID_T_FMT ")", url,
+                 getpid());
+}
+
+static void on_disconnected(natsConnection *nc, void *closure)
+{
+    (void)nc; (void)closure;
+    apr_atomic_set32(&child_connected, 0);
+    if (child_exiting) {
+        return;
+    }
+    ap_log_error(APLOG_MARK, APLOG_WARNING, 0, child_server,
+                 AURA_LOGNO(00011) "NATS connection lost (pid %"
+                 APR_PID_T_FMT "), reconnecting", getpid());
+    /* Requests waiting for a reply fail now, not at their budget. */
+    aura_inbox_wake_all();
+}
+
+static void on_reconnected(natsConnection *nc, void *closure)
+{
+    on_connected(nc, closure);
+}
+
+static void on_closed(natsConnection *nc, void *closure)
+{
+    (void)nc; (void)closure;
+    apr_atomic_set32(&child_connected, 0);
+    ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, child_server,
+                 AURA_LOGNO(00012) "NATS connection closed (pid %"
+                 APR_PID_T_FMT ")", getpid());
+}
+
+static apr_status_t nats_child_cleanup(void *data)
+{
+    (void)data;
+    child_exiting = 1;
+    apr_atomic_set32(&child_connected, 0);
+    aura_inbox_child_exit();
+    if (invalidation_sub) {
+        natsSubscription_Destroy(invalidation_sub);
+        invalidation_sub = NULL;
+    }
+    if (child_nc) {
+        natsConnection_Destroy(child_nc);
+        child_nc = NULL;
+    }
+    release_all();
+    /* Waits for the library threads; every object is destroyed above,
+     * so it returns promptly. */
+    nats_CloseAndWait(1000);
+    return APR_SUCCESS;
+}
+
+static natsStatus build_options(apr_pool_t *p, const aura_server_conf_t *c,
+                                natsOptions **out)
+{
+    natsOptions *o = NULL;
+    natsStatus s = natsOptions_Create(&o);
+    const char **urls;
+    int n;
+
+    if (s != NATS_OK) {
+        return s;
+    }
+    if (c->nats_servers) {
+        urls = (const char **)c->nats_servers->elts;
+        n = c->nats_servers->nelts;
+    }
+    else {
+        urls = apr_pcalloc(p, sizeof(*urls));
+        urls[0] = AURA_DEFAULT_NATS_URL;
+        n = 1;
+    }
+    s = natsOptions_SetServers(o, urls, n);
+    if (s == NATS_OK) {
+        s = natsOptions_SetName(o, c->nats_name ? c->nats_name : "mod_aura");
+    }
+    if (s == NATS_OK) {
+        s = natsOptions_SetTimeout(o, apr_time_as_msec(
+            c->nats_connect_timeout != AURA_UNSET ? c->nats_connect_timeout
+                                                  : AURA_DEFAULT_NATS_CONNECT));
+    }
+    if (s == NATS_OK) {
+        s = natsOptions_SetReconnectWait(o, apr_time_as_msec(
+            c->nats_reconnect_wait != AURA_UNSET ? c->nats_reconnect_wait
+                                                 : AURA_DEFAULT_NATS_RECONNECT));
+    }
+    if (s == NATS_OK) {
+        s = natsOptions_SetMaxReconnect(o,
+            c->nats_max_reconnect != AURA_NATS_RECONNECT_UNSET
+                ? c->nats_max_reconnect : -1);
+    }
+    if (s == NATS_OK) {
+        s = natsOptions_SetPingInterval(o, apr_time_as_msec(
+            c->nats_ping_interval != AURA_UNSET ? c->nats_ping_interval
+                                                : AURA_DEFAULT_NATS_PING));
+    }
+    if (s == NATS_OK) {
+        s = natsOptions_SetFailRequestsOnDisconnect(o, true);
+    }
+    if (s == NATS_OK) {
+        /* A publish is written by the calling thread at once, not by
+         * nats.c's flusher thread after up to 1 ms of batching: that
+         * delay was most of a small request's latency. */
+        s = natsOptions_SetSendAsap(o, true);
+    }
+    if (s == NATS_OK) {
+        s = natsOptions_SetRetryOnFailedConnect(o, true, on_connected, NULL);
+    }
+    if (s == NATS_OK) {
+        s = natsOptions_SetDisconnectedCB(o, on_disconnected, NULL);
+    }
+    if (s == NATS_OK) {
+        s = natsOptions_SetReconnectedCB(o, on_reconnected, NULL);
+    }
+    if (s == NATS_OK) {
+        s = natsOptions_SetClosedCB(o, on_closed, NULL);
+    }
+    if (s != NATS_OK) {
+        natsOptions_Destroy(o);
+        return s;
+    }
+    *out = o;
+    return NATS_OK;
+}
+
+/* A key rotation anywhere: drop that project's cached keys here.  Runs
+ * on the subscription's nats.c thread; the payload is only a project id
+ * (bounded, printable), never trusted further than a cache lookup. */
+static void on_invalidation(natsConnection *nc, natsSubscription *sub,
+                            natsMsg *msg, void *closure)
+{
+    char project[AURA_ID_MAX + 1];   /* the longest project id: a
+                                        longer payload is no project */
+    int len = natsMsg_GetDataLength(msg);
+
+    (void)nc; (void)sub; (void)closure;
+    if (len > 0 && len < (int)sizeof(project)) {
+        memcpy(project, natsMsg_GetData(msg), (size_t)len);
+        project[len] = '\0';
+        aura_keystore_invalidate_project(project);
+        ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, child_server,
+                     AURA_LOGNO(00014) "key invalidation for project %s",
+                     project);
+    }
+    aura_nats_msg_release(msg);
+}
+
+void aura_nats_publish_invalidation(request_rec *r, const char *project)
+{
+    natsStatus s = NATS_CONNECTION_CLOSED;
+
+    if (child_nc) {
+        s = natsConnection_Publish(child_nc, invalidation_subject, project,
+                                   (int)strlen(project));
+        if (s == NATS_OK) {
+            s = natsConnection_FlushTimeout(child_nc, 1000);
+        }
+    }
+    if (s != NATS_OK) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, AURA_LOGNO(00015)
+                      "cannot broadcast the key invalidation of project "
+                      "%s: %s (the key cache TTL still expires it)",
+                      project, natsStatus_GetText(s));
+        return;
+    }
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, AURA_LOGNO(00016)
+                  "keys of project %s rotated: invalidation sent on %s",
+                  project, invalidation_subject);
+}
+
+void aura_nats_child_init(apr_pool_t *pchild, server_rec *s)
+{
+    const aura_server_conf_t *c = aura_server_conf(s);
+    natsOptions *opts = NULL;
+    natsStatus st;
+
+    child_server = s;
+    /* Without spinning: nats.c's default spins up to 2000 times on a
+     * busy lock before it sleeps, and the connection lock is held for a
+     * whole socket write (send-as-soon-as-possible, below) while the
+     * worker threads of the child queue for it: the spinning was 8 % of
+     * the child's CPU under load.  First nats.c call of the child. */
+    if (nats_Open(0) != NATS_OK) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, AURA_LOGNO(00126)
+                     "cannot initialise the NATS library: %s",
+                     nats_GetLastError(NULL));
+        return;
+    }
+    /* Registered first so it also runs when a step below fails. */
+    apr_pool_cleanup_register(pchild, NULL, nats_child_cleanup,
+                              apr_pool_cleanup_null);
+    st = build_options(pchild, c, &opts);
+    if (st == NATS_OK) {
+        st = natsConnection_Connect(&child_nc, opts);
+        natsOptions_Destroy(opts);
+    }
+    if (st == NATS_OK) {
+        on_connected(child_nc, NULL);
+    }
+    /* NOT_YET_CONNECTED: retrying in the background, by design. */
+    else if (st != NATS_NOT_YET_CONNECTED) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, AURA_LOGNO(00013)
+                     "NATS connection could not be set up: %s (%s)",
+                     natsStatus_GetText(st), nats_GetLastError(NULL));
+        child_nc = NULL;
+        return;
+    }
+    st = aura_inbox_child_init(child_nc);
+    if (st != NATS_OK) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, AURA_LOGNO(00125)
+                     "cannot subscribe to the child's reply inboxes: %s "
+                     "(NATS routes will answer 503)", natsStatus_GetText(st));
+    }
+    /* Every child of every instance listens: a rotation anywhere drops
+     * the project's cached keys here.  nats.c keeps the subscription
+     * across reconnects (and sends it once a retried connect succeeds). */
+    invalidation_subject = c->key_invalidation_subject
+                               ? c->key_invalidation_subject
+                               : AURA_DEFAULT_KEY_INVALIDATION;
+    if (natsConnection_Subscribe(&invalidation_sub, child_nc,
+                                 invalidation_subject, on_invalidation,
+                                 NULL) != NATS_OK) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, AURA_LOGNO(00017)
+                     "cannot subscribe to key invalidations on %s: %s",
+                     invalidation_subject, nats_GetLastError(NULL));
+        invalidation_sub = NULL;
+    }
+}
+
+natsConnection *aura_nats_conn(void)
+{
+    return child_nc;
+}
+
+AURA_DECLARE(int) aura_nats_connected(void)
+{
+    return child_nc && apr_atomic_read32(&child_connected);
+}
+
+apr_int64_t aura_nats_max_payload(void)
+{
+    return aura_nats_connected()
+           ? (apr_int64_t)apr_atomic_read64(&child_max_payload) : 0;
+}
+
+const char *aura_nats_state(void)
+{
+    if (!child_nc) {
+        return "absent";
+    }
+    switch (natsConnection_Status(child_nc)) {
+    case NATS_CONN_STATUS_CONNECTED:
+        return "connected";
+    case NATS_CONN_STATUS_CONNECTING:
+        return "connecting";
+    case NATS_CONN_STATUS_RECONNECTING:
+        return "reconnecting";
+    case NATS_CONN_STATUS_DRAINING_SUBS:
+    case NATS_CONN_STATUS_DRAINING_PUBS:
+        return "draining";
+    case NATS_CONN_STATUS_CLOSED:
+        return "closed";
+    default:
+        return "disconnected";
+    }
+}

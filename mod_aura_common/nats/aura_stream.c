@@ -1,0 +1,430 @@
+/* Licensed under the Apache License, Version 2.0 (see LICENSE).
+ *
+ * aura_stream.c: streamed NATS replies (docs/envelope.md, "Streamed
+ * replies").  A reply carrying "Aura-Stream: begin" opens a stream on
+ * the request's own inbox: the begin message gave the status and the
+ * headers (aura_natsproxy.c applied them), later messages carry Aura-Seq
+ * 1, 2, ... and body bytes, the last one "Aura-Stream: end".
+ *
+ * Memory is bounded by flow control, not by the body: each message is
+ * passed down the output filters with a FLUSH (so it is on the socket,
+ * not in a filter), only then acknowledged on its reply subject, and
+ * only then destroyed.  The service keeps at most a window of
+ * unacknowledged messages, so what this child holds for one stream is
+ * that window of messages in its inbox (aura_inbox.c), never more than
+ * the inbox's limits; a service that ignores the window overflows them
+ * and the stream aborts.
+ * Nothing per message is allocated from r->pool: the brigade is reused,
+ * the buckets point into the message, and the message's pool cleanup is
+ * run (not just killed) as soon as it is acknowledged.
+ *
+ * Once the headers are out the status cannot change: a gap in Aura-Seq,
+ * a malformed message, the idle budget running out (the Location's
+ * AuraTimeout between two messages) or a NATS failure aborts the
+ * response the way mod_proxy does for a backend that broke mid-body
+ * (an error bucket: no last chunk, the connection is closed), and is
+ * logged with its own tag.  A client that went away, or a failure to
+ * ack, stops the stream too.  Either way the gateway tells the service
+ * with "Aura-Stream: cancel" on the last reply subject it saw, and the
+ * inbox goes with r->pool: what still arrives for it is dropped.
+ *
+ * Acknowledgements and cancels go only where the gateway allows: a
+ * service names the reply subject of each message, and the gateway
+ * publishes there with its own credentials, so a subject outside the
+ * Location's AuraStreamAckPrefix (by default _INBOX., the inbox
+ * namespace) or inside the gateway's own reply inbox refuses the
+ * stream (aura_subject.c): before the begin message is relayed it is a
+ * 502, after it an abort; either way logged once (AURA00500) and
+ * counted.  Nothing is ever published on such a subject.
+ *
+ * Runs on the request's worker thread only; the connection is the
+ * child's shared one (nats.c locks internally).
+ */
+#include "core/aura_module.h"
+#include "core/aura_config.h"
+#include "nats/aura_inbox.h"
+#include "nats/aura_nats.h"
+#include "nats/aura_stream.h"
+#include "nats/aura_subject.h"
+#include "resilience/aura_gone.h"
+#include "shm/aura_shm.h"
+#include "nats/aura_envelope.h"
+#include "nats/aura_subject.h"
+
+#include "http_protocol.h"
+#include "http_request.h"
+#include "apr_strings.h"
+#include "apr_lib.h"
+
+#include <nats/nats.h>
+#include <stdlib.h>
+
+#define AURA_HDR_STREAM "Aura-Stream"
+#define AURA_HDR_SEQ    "Aura-Seq"
+
+typedef struct {
+    request_rec *r;
+    natsConnection *nc;
+    aura_inbox_t *inbox;
+    apr_bucket_brigade *bb;
+    const char *subject;
+    const char *ack_prefix;       /* AuraStreamAckPrefix */
+    apr_off_t bytes;              /* body bytes handed to the client */
+    apr_int64_t messages;         /* stream messages received */
+    /* The reply subject of the last message received, where a cancel
+     * goes; a fixed buffer, so a long stream allocates nothing. */
+    char last_reply[512];
+} stream_t;
+
+/* The values of a header whose name matches case-insensitively (nats.c
+ * matches names exactly; the envelope does not).  Returns how many
+ * values there are over all spellings, and the first one in *value. */
+static int header_ci(natsMsg *m, const char *name, const char **value)
+{
+    const char **keys = NULL;
+    int count = 0, i, n = 0;
+
+    *value = NULL;
+    if (natsMsgHeader_Keys(m, &keys, &count) != NATS_OK) {
+        return 0;
+    }
+    for (i = 0; i < count; i++) {
+        const char **values = NULL;
+        int k = 0;
+
+        if (strcasecmp(keys[i], name)
+            || natsMsgHeader_Values(m, keys[i], &values, &k) != NATS_OK) {
+            continue;
+        }
+        if (!n && k) {
+            /* Points into the message, which outlives the caller's use. */
+            *value = values[0];
+        }
+        n += k;
+        free((void *)values);
+    }
+    free((void *)keys);
+    return n;
+}
+
+aura_stream_mark_e aura_stream_mark(struct __natsMsg *m, const char **why)
+{
+    const char *v;
+    int n = header_ci(m, AURA_HDR_STREAM, &v);
+
+    *why = NULL;
+    if (n == 0) {
+        return AURA_STREAM_NONE;
+    }
+    if (n > 1) {
+        *why = "more than one Aura-Stream header";
+        return AURA_STREAM_INVALID;
+    }
+    if (!strcasecmp(v, "begin")) {
+        return AURA_STREAM_BEGIN;
+    }
+    if (!strcasecmp(v, "end")) {
+        return AURA_STREAM_END;
+    }
+    *why = "Aura-Stream is neither begin nor end";
+    return AURA_STREAM_INVALID;
+}
+
+/* Aura-Seq: one value, 1 to 18 decimal digits, above zero; else 0. */
+static apr_int64_t parse_seq(natsMsg *m)
+{
+    const char *v, *c;
+    apr_int64_t seq = 0;
+
+    if (header_ci(m, AURA_HDR_SEQ, &v) != 1 || !*v || strlen(v) > 18) {
+        return 0;
+    }
+    for (c = v; *c; c++) {
+        if (!apr_isdigit(*c)) {
+            return 0;
+        }
+        seq = seq * 10 + (*c - '0');
+    }
+    return seq;
+}
+
+/* Whether the gateway may publish on m's reply subject (a message
+ * without one asks for no acknowledgement); when not, it is logged and
+ * counted, and the caller stops the stream without a word to it. */
+static int reply_allowed(stream_t *st, natsMsg *m, apr_int64_t n)
+{
+    const char *reply = natsMsg_GetReply(m), *why;
+
+    if (!reply || !*reply) {
+        return 1;
+    }
+    why = aura_subject_ack_refused(reply, st->ack_prefix,
+                                   aura_inbox_prefix());
+    if (!why) {
+        return 1;
+    }
+    aura_count(AURA_CTR_STREAM_ACK_REFUSED);
+    /* The subject is the service's: cut and cleaned for the log. */
+    ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, st->r, AURA_LOGNO(00500)
+                  "stream on %s refused at message %" APR_INT64_T_FMT
+                  " (0 = begin): its acknowledgement subject '%s' is %s "
+                  "(AuraStreamAckPrefix %s); nothing published there",
+                  st->subject, n,
+                  ap_escape_logitem(st->r->pool,
+                                    apr_pstrndup(st->r->pool, reply, 128)),
+                  why, st->ack_prefix);
+    return 0;
+}
+
+static void remember_reply(stream_t *st, natsMsg *m)
+{
+    const char *reply = natsMsg_GetReply(m);
+
+    /* Too long for the buffer: no cancel rather than a wrong subject. */
+    if (!reply || strlen(reply) >= sizeof(st->last_reply)) {
+        st->last_reply[0] = '\0';
+        return;
+    }
+    memcpy(st->last_reply, reply, strlen(reply) + 1);
+}
+
+/* The acknowledgement: an empty message on the message's reply subject.
+ * A message without one asked for no flow control. */
+static natsStatus ack(stream_t *st, natsMsg *m)
+{
+    const char *reply = natsMsg_GetReply(m);
+
+    if (!reply || !*reply) {
+        return NATS_OK;
+    }
+    return natsConnection_Publish(st->nc, reply, NULL, 0);
+}
+
+/* Best effort: tells the service to stop sending at once, instead of
+ * waiting out its own acknowledgement timeout. */
+static void cancel(stream_t *st)
+{
+    natsMsg *m = NULL;
+
+    if (!st->last_reply[0]
+        || natsMsg_Create(&m, st->last_reply, NULL, NULL, 0) != NATS_OK) {
+        return;
+    }
+    if (natsMsgHeader_Set(m, AURA_HDR_STREAM, "cancel") == NATS_OK) {
+        (void)natsConnection_PublishMsg(st->nc, m);
+    }
+    aura_nats_msg_release(m);
+    st->last_reply[0] = '\0';
+}
+
+/* Hands bytes to the client: data, FLUSH (so no filter keeps them and
+ * the ack that follows is true), and EOS after the last message.  The
+ * bucket is transient: a filter that must keep the bytes copies them. */
+static apr_status_t pass(stream_t *st, const char *data, apr_size_t len,
+                         int last)
+{
+    request_rec *r = st->r;
+    apr_bucket_brigade *bb = st->bb;
+    apr_status_t rv;
+
+    if (len) {
+        APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_transient_create(
+            data, len, bb->bucket_alloc));
+    }
+    APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_flush_create(bb->bucket_alloc));
+    if (last) {
+        APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_eos_create(bb->bucket_alloc));
+    }
+    rv = ap_pass_brigade(r->output_filters, bb);
+    apr_brigade_cleanup(bb);
+    if (rv == APR_SUCCESS && r->connection->aborted) {
+        rv = APR_ECONNABORTED;
+    }
+    if (rv == APR_SUCCESS) {
+        st->bytes += len;
+    }
+    return rv;
+}
+
+/* The client went away (or its connection failed): stop. */
+static int client_gone(stream_t *st, apr_status_t rv)
+{
+    cancel(st);
+    ap_log_rerror(APLOG_MARK, APLOG_DEBUG, rv, st->r, AURA_LOGNO(00064)
+                  "client went away after %" APR_OFF_T_FMT " bytes of the "
+                  "stream on %s: stream cancelled", st->bytes, st->subject);
+    return OK;
+}
+
+/* Ends a response whose headers are out: an error bucket (no last chunk,
+ * connection closed, as mod_proxy's ap_proxy_backend_broke) and EOS.
+ * The caller has logged why. */
+static int abort_stream(stream_t *st)
+{
+    request_rec *r = st->r;
+    apr_bucket_brigade *bb = st->bb;
+
+    cancel(st);
+    r->no_cache = 1;
+    if (r->main) {
+        r->main->no_cache = 1;
+    }
+    apr_brigade_cleanup(bb);
+    APR_BRIGADE_INSERT_TAIL(bb, ap_bucket_error_create(
+        HTTP_BAD_GATEWAY, NULL, r->pool, bb->bucket_alloc));
+    APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_eos_create(bb->bucket_alloc));
+    (void)ap_pass_brigade(r->output_filters, bb);
+    apr_brigade_cleanup(bb);
+    return OK;
+}
+
+static int wait_failed(stream_t *st, natsStatus s, apr_interval_time_t idle)
+{
+    if (s == NATS_TIMEOUT) {
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, st->r, AURA_LOGNO(00061)
+                      "stream on %s aborted after %" APR_OFF_T_FMT
+                      " bytes: no message within the idle budget of %"
+                      APR_TIME_T_FMT " ms", st->subject, st->bytes,
+                      apr_time_as_msec(idle));
+    }
+    else {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, st->r, AURA_LOGNO(00063)
+                      "stream on %s aborted after %" APR_OFF_T_FMT
+                      " bytes: %s%s", st->subject, st->bytes,
+                      natsStatus_GetText(s),
+                      s == NATS_SLOW_CONSUMER
+                          ? " (the service ignored the flow-control window)"
+                          : "");
+    }
+    return abort_stream(st);
+}
+
+/* Checks one message after begin; returns 1 when it is the last one,
+ * 0 for a middle one, -1 when the stream must abort (logged). */
+static int check_message(stream_t *st, natsMsg *m, apr_int64_t expected)
+{
+    const char *why;
+    aura_stream_mark_e mark = aura_stream_mark(m, &why);
+    apr_int64_t seq;
+
+    if (mark == AURA_STREAM_BEGIN) {
+        why = "a second Aura-Stream: begin";
+    }
+    if (mark == AURA_STREAM_INVALID || mark == AURA_STREAM_BEGIN
+        || !(seq = parse_seq(m))) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, st->r, AURA_LOGNO(00062)
+                      "stream on %s aborted after %" APR_OFF_T_FMT
+                      " bytes: malformed message %" APR_INT64_T_FMT ": %s",
+                      st->subject, st->bytes, expected,
+                      why ? why : "no valid Aura-Seq (1, 2, ...)");
+        return -1;
+    }
+    if (seq != expected) {
+        /* A service that skipped one; the inbox's drops (reported by
+         * the wait right after them) are counted here too. */
+        apr_int64_t dropped = aura_inbox_dropped(st->inbox);
+
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, st->r, AURA_LOGNO(00060)
+                      "stream on %s aborted after %" APR_OFF_T_FMT
+                      " bytes: gap in Aura-Seq, %" APR_INT64_T_FMT
+                      " arrived where %" APR_INT64_T_FMT " was expected "
+                      "(%" APR_INT64_T_FMT " messages over the gateway's "
+                      "pending limit)", st->subject, st->bytes, seq,
+                      expected, dropped);
+        return -1;
+    }
+    return mark == AURA_STREAM_END;
+}
+
+int aura_stream_relay(request_rec *r, aura_inbox_t *inbox,
+                      struct __natsMsg *begin, const char *body,
+                      apr_size_t body_len, const char *subject)
+{
+    apr_interval_time_t idle = aura_route_timeout(aura_dir_conf(r));
+    apr_int64_t expected;
+    apr_status_t rv;
+    natsStatus s;
+    stream_t st;
+
+    memset(&st, 0, sizeof(st));
+    st.r = r;
+    st.nc = aura_nats_conn();
+    st.inbox = inbox;
+    st.subject = subject;
+    st.ack_prefix = aura_dir_conf(r)->stream_ack_prefix
+                    ? aura_dir_conf(r)->stream_ack_prefix
+                    : AURA_STREAM_ACK_PREFIX_DEFAULT;
+    st.bb = apr_brigade_create(r->pool, r->connection->bucket_alloc);
+    if (!reply_allowed(&st, begin, 0)) {
+        /* Nothing is out yet: the client gets a 502, not the service's
+         * status (its headers are dropped with the error response). */
+        r->status_line = NULL;
+        aura_problem_note(r, "upstream-error", "the service sent a "
+                          "malformed reply");
+        return HTTP_BAD_GATEWAY;
+    }
+    remember_reply(&st, begin);
+
+    if (r->header_only || AP_STATUS_IS_HEADER_ONLY(r->status)) {
+        /* No body will be sent: headers only, and the service stops. */
+        cancel(&st);
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(00066)
+                      "stream on %s not relayed: the response has no body "
+                      "(HEAD, 204 or 304); stream cancelled", subject);
+        (void)pass(&st, NULL, 0, 1);
+        return OK;
+    }
+    /* Headers now, with the begin message's bytes if any. */
+    rv = pass(&st, body, body_len, 0);
+    if (rv != APR_SUCCESS) {
+        return client_gone(&st, rv);
+    }
+    s = ack(&st, begin);
+    for (expected = 1; s == NATS_OK; expected++) {
+        natsMsg *m = NULL;
+        int last, gone = 0;
+
+        s = aura_inbox_next_unless_gone(r, inbox, apr_time_now() + idle, &m,
+                                        &gone);
+        if (gone) {
+            /* Between two messages of a slow stream: cancelled now, not
+             * at the next write nor after the idle budget. */
+            r->connection->aborted = 1;
+            aura_count(AURA_CTR_GONE_WAITING);
+            return client_gone(&st, APR_ECONNABORTED);
+        }
+        if (s != NATS_OK) {
+            return wait_failed(&st, s, idle);
+        }
+        apr_pool_cleanup_register(r->pool, m, aura_nats_msg_cleanup,
+                                  apr_pool_cleanup_null);
+        st.messages++;
+        if (!reply_allowed(&st, m, expected)) {
+            /* The cancel goes to the last allowed subject, if any. */
+            return abort_stream(&st);
+        }
+        remember_reply(&st, m);
+        last = check_message(&st, m, expected);
+        if (last < 0) {
+            return abort_stream(&st);
+        }
+        rv = pass(&st, natsMsg_GetData(m),
+                  (apr_size_t)natsMsg_GetDataLength(m), last);
+        if (rv != APR_SUCCESS) {
+            return client_gone(&st, rv);
+        }
+        s = ack(&st, m);
+        /* Run, not kill: the message is freed now, not with r->pool. */
+        apr_pool_cleanup_run(r->pool, m, aura_nats_msg_cleanup);
+        if (last) {
+            /* The response is complete even if the last ack was lost. */
+            ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(00065)
+                          "stream on %s complete: %" APR_INT64_T_FMT
+                          " messages after begin, %" APR_OFF_T_FMT
+                          " bytes", subject, st.messages, st.bytes);
+            return OK;
+        }
+    }
+    /* An acknowledgement could not be published. */
+    return wait_failed(&st, s, idle);
+}

@@ -1,0 +1,564 @@
+/* Licensed under the Apache License, Version 2.0 (see LICENSE).
+ *
+ * aura_bulkhead.c: the in-flight caps (DESIGN.md section 9, "capacity is
+ * bounded per service").  A request waiting on its upstream holds a
+ * worker thread for as long as the upstream takes; a frozen service with
+ * more callers than the instance has workers would hold every worker,
+ * and both planes and /health with them.  So, right before the upstream
+ * call (aura_natsproxy.c, aura_http_fixups()), a request takes
+ *
+ *   - a slot of its plane: the upstream requests the data plane (or the
+ *     management plane) of the whole instance may have in flight at
+ *     once (AuraPlaneMaxInFlight; auto: 70 % of the workers for the data
+ *     plane, 20 % for the management plane), so that the data plane can
+ *     never take the management plane's workers, and at least 10 % of
+ *     the workers never wait on any upstream: /health, /metrics and the
+ *     refusals below always find one;
+ *   - a slot of its service (AuraServiceMaxInFlight, per Location;
+ *     auto: 50 % of the workers), so that one frozen service leaves the
+ *     other services of its plane room.
+ *
+ * Past either cap the answer is 503 service-saturated at once, with
+ * Retry-After, and nothing is sent.  The counters are in the shared
+ * segment (all children of the instance count together), taken by
+ * compare-and-swap below the cap (aura_cap.c), and given back by
+ * aura_cap_leave() or the request pool's cleanup, on every exit path.
+ *
+ * A child killed with SIGKILL (or crashing) runs no cleanup: its slots
+ * would be lost for good, and enough such deaths would refuse a
+ * service for ever.  So each child also counts what it holds in a
+ * record of its own in the segment (claimed in child_init), and the
+ * parent, which reaps every child, gives back the holdings of a child
+ * that exited (child_status hook, within about a second of the death),
+ * and, as a backstop every ~10 s (monitor hook), of any record whose
+ * process no longer exists.  Only the dead are reclaimed: a live
+ * process's record is written by that process alone.
+ *
+ * Lock-free throughout: atomics only, no mutex, no I/O while counting.
+ */
+#include "core/aura_module.h"
+#include "core/aura_config.h"
+#include "resilience/aura_bulkhead.h"
+#include "resilience/aura_cap.h"
+#include "shm/aura_shm.h"
+
+#include "http_protocol.h"
+#include "ap_mpm.h"
+#include "mpm_common.h"
+#include "apr_atomic.h"
+#include "apr_strings.h"
+
+#include <jansson.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Seconds between two log lines about one saturated cap. */
+#define LOG_INTERVAL 10
+#define RETRY_AFTER  "1"
+
+/* Written in post_config (parent) and child_init only. */
+static apr_uint64_t workers;           /* MaxRequestWorkers of the MPM */
+static aura_cap_proc_t *my_record;     /* this child's, NULL: none */
+
+struct aura_cap_hold_t {
+    volatile apr_uint64_t *ctr[2];     /* the plane's, the service's */
+    int idx[2];
+    int taken;                         /* how many of them */
+    int done;
+};
+
+static const char *counter_name(int idx)
+{
+    return idx < AURA_SVC_COUNT ? aura_service_names[idx]
+           : idx == AURA_SVC_COUNT ? "data" : "management";
+}
+
+apr_status_t aura_cap_post_config(apr_pool_t *pconf, server_rec *s)
+{
+    int threads = 0, daemons = 0;
+
+    (void)pconf;
+    /* The workers of the whole instance: ThreadsPerChild times the
+     * processes MaxRequestWorkers allows (1 x MaxRequestWorkers under
+     * prefork). */
+    if (ap_mpm_query(AP_MPMQ_MAX_THREADS, &threads) != APR_SUCCESS
+        || ap_mpm_query(AP_MPMQ_MAX_DAEMONS, &daemons) != APR_SUCCESS
+        || threads < 1 || daemons < 1) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, AURA_LOGNO(00700)
+                     "the MPM does not say how many workers it runs: the "
+                     "in-flight caps given as auto or as a percentage are "
+                     "off (set AuraServiceMaxInFlight and "
+                     "AuraPlaneMaxInFlight as numbers)");
+        workers = 0;
+        return APR_SUCCESS;
+    }
+    workers = (apr_uint64_t)threads * (apr_uint64_t)daemons;
+    ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s, AURA_LOGNO(00701)
+                 "in-flight caps: %" APR_UINT64_T_FMT " workers; auto is "
+                 "%" APR_UINT64_T_FMT " per service, %" APR_UINT64_T_FMT
+                 " for the data plane, %" APR_UINT64_T_FMT " for the "
+                 "management plane", workers,
+                 aura_cap_resolve(AURA_CAP_AUTO, workers,
+                                  AURA_CAP_AUTO_SERVICE_PCT),
+                 aura_cap_resolve(AURA_CAP_AUTO, workers,
+                                  AURA_CAP_AUTO_DATA_PCT),
+                 aura_cap_resolve(AURA_CAP_AUTO, workers,
+                                  AURA_CAP_AUTO_MGMT_PCT));
+    return APR_SUCCESS;
+}
+
+/* ---- reclaiming the slots of the dead ---------------------------------- */
+
+/* Empties rec, which owner held, and frees it; the requests (service
+ * slots) it held.  The RECLAIM mark makes one reclaimer the only one. */
+static apr_uint64_t reclaim(aura_cap_shm_t *cap, aura_cap_proc_t *rec,
+                            apr_uint64_t owner)
+{
+    apr_uint64_t requests = 0;
+    int i;
+
+    if (apr_atomic_cas64(&rec->owner, owner | AURA_CAP_RECLAIM, owner)
+        != owner) {
+        return 0;
+    }
+    for (i = 0; i < AURA_CAP_COUNTERS; i++) {
+        apr_uint64_t n = apr_atomic_xchg64(&rec->held[i], 0);
+
+        if (n) {
+            n = aura_cap_give(&cap->in_flight[i], n);
+            requests += i < AURA_SVC_COUNT ? n : 0;
+        }
+    }
+    apr_atomic_add64(&cap->reclaimed, requests);
+    apr_atomic_set64(&rec->owner, 0);
+    return requests;
+}
+
+static void log_reclaimed(server_rec *s, apr_uint64_t pid, apr_uint64_t n,
+                          const char *how)
+{
+    ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, AURA_LOGNO(00702)
+                 "child %" APR_UINT64_T_FMT " ended holding %"
+                 APR_UINT64_T_FMT " in-flight upstream request(s) (%s): "
+                 "their slots are given back", pid, n, how);
+}
+
+/* The parent, when it reaps a child: whatever it held, it holds no
+ * more (it was killed, or crashed, before its requests ended). */
+static void child_status(server_rec *s, pid_t pid, ap_generation_t gen,
+                         int slot, mpm_child_status state)
+{
+    aura_cap_proc_t *procs;
+    apr_uint64_t n, i;
+    aura_cap_shm_t *cap = aura_shm_cap(&procs, &n);
+
+    (void)gen;
+    (void)slot;
+    if (state != MPM_CHILD_EXITED || !cap || pid <= 0) {
+        return;
+    }
+    for (i = 0; i < n; i++) {
+        if (apr_atomic_read64(&procs[i].owner) == (apr_uint64_t)pid) {
+            apr_uint64_t got = reclaim(cap, &procs[i], (apr_uint64_t)pid);
+
+            if (got) {
+                log_reclaimed(s, (apr_uint64_t)pid, got, "reaped");
+            }
+        }
+    }
+}
+
+/* The parent, every ~10 s: records of processes that no longer exist
+ * (a child the parent of a former generation reaped, a record the
+ * child_status hook missed).  kill(pid, 0) from the parent (root, or
+ * the children's user) sees every child; ESRCH alone means gone. */
+static int monitor(apr_pool_t *p, server_rec *s)
+{
+    aura_cap_proc_t *procs;
+    apr_uint64_t n, i;
+    aura_cap_shm_t *cap = aura_shm_cap(&procs, &n);
+
+    (void)p;
+    for (i = 0; cap && i < n; i++) {
+        apr_uint64_t owner = apr_atomic_read64(&procs[i].owner);
+
+        if (owner && !(owner & AURA_CAP_RECLAIM)
+            && kill((pid_t)owner, 0) == -1 && errno == ESRCH) {
+            apr_uint64_t got = reclaim(cap, &procs[i], owner);
+
+            if (got) {
+                log_reclaimed(s, owner, got, "found gone");
+            }
+        }
+    }
+    return DECLINED;
+}
+
+/* Whether pid has died: gone, or a zombie its parent has not reaped yet
+ * (kill(pid, 0) still succeeds on a zombie, and the parent reaps at its
+ * once-a-second maintenance).  Unknown (no /proc, not readable) is alive. */
+static int proc_dead(apr_uint64_t pid)
+{
+    char path[48], buf[512];
+    const char *p;
+    ssize_t n;
+    int fd;
+
+    apr_snprintf(path, sizeof(path), "/proc/%" APR_UINT64_T_FMT "/stat",
+                 pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return errno == ENOENT;
+    }
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) {
+        return 0;
+    }
+    buf[n] = '\0';
+    p = strrchr(buf, ')');      /* the name may hold spaces and parens */
+    return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+/* At a refusal: a child killed while holding slots of this counter
+ * keeps them until the parent reaps it; under load that is up to a
+ * second of 503s for a healthy service (build/chaos child-kill).  Its
+ * record is reclaimed here as soon as it is dead; reclaim()'s mark
+ * leaves one reclaimer, the parent's hook included.  Returns whether
+ * anything came back. */
+static int reclaim_dead(server_rec *s, aura_cap_shm_t *cap,
+                        aura_cap_proc_t *procs, apr_uint64_t n, int idx)
+{
+    apr_uint64_t i, me = (apr_uint64_t)getpid();
+    int any = 0;
+
+    for (i = 0; i < n; i++) {
+        apr_uint64_t owner = apr_atomic_read64(&procs[i].owner), got;
+
+        if (!owner || owner == me || (owner & AURA_CAP_RECLAIM)
+            || !apr_atomic_read64(&procs[i].held[idx])
+            || !proc_dead(owner)) {
+            continue;
+        }
+        got = reclaim(cap, &procs[i], owner);
+        if (got) {
+            log_reclaimed(s, owner, got, "found dead at a refusal");
+            any = 1;
+        }
+    }
+    return any;
+}
+
+/* ---- each child's record ----------------------------------------------- */
+
+static apr_status_t release_record(void *data)
+{
+    aura_cap_proc_t *rec = data;
+    apr_uint64_t me = (apr_uint64_t)getpid();
+    int i;
+
+    /* A child that exits with requests still counted (a hard stop does
+     * not wait for them) keeps its record: the parent gives its slots
+     * back once it has reaped it. */
+    for (i = 0; i < AURA_CAP_COUNTERS; i++) {
+        if (apr_atomic_read64(&rec->held[i])) {
+            return APR_SUCCESS;
+        }
+    }
+    apr_atomic_cas64(&rec->owner, 0, me);
+    my_record = NULL;
+    return APR_SUCCESS;
+}
+
+void aura_cap_child_init(apr_pool_t *pchild, server_rec *s)
+{
+    aura_cap_proc_t *procs;
+    apr_uint64_t n, i, me = (apr_uint64_t)getpid();
+    aura_cap_shm_t *cap = aura_shm_cap(&procs, &n);
+
+    my_record = NULL;
+    if (!cap) {
+        return;
+    }
+    /* A record in this pid's name is a dead predecessor's (pids are
+     * reused): its holdings are stale. */
+    for (i = 0; i < n; i++) {
+        if (apr_atomic_read64(&procs[i].owner) == me) {
+            apr_uint64_t got = reclaim(cap, &procs[i], me);
+
+            if (got) {
+                log_reclaimed(s, me, got, "its pid came back");
+            }
+        }
+    }
+    for (i = 0; i < n && !my_record; i++) {
+        if (!apr_atomic_read64(&procs[i].owner)
+            && apr_atomic_cas64(&procs[i].owner, me, 0) == 0) {
+            my_record = &procs[i];
+        }
+    }
+    if (!my_record) {
+        /* Degraded, not refused: this child's slots are counted, but
+         * lost for good if it dies while holding them. */
+        apr_atomic_inc64(&cap->unrecorded);
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, AURA_LOGNO(00703)
+                     "no free record of the in-flight caps for child %"
+                     APR_UINT64_T_FMT " (%" APR_UINT64_T_FMT " records): "
+                     "if it dies while requests wait on upstreams, their "
+                     "slots are not given back until a full restart", me,
+                     n);
+        return;
+    }
+    apr_pool_cleanup_register(pchild, my_record, release_record,
+                              apr_pool_cleanup_null);
+}
+
+void aura_cap_register(void)
+{
+    ap_hook_child_status(child_status, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_monitor(monitor, NULL, NULL, APR_HOOK_MIDDLE);
+}
+
+/* ---- taking and giving back -------------------------------------------- */
+
+static int plane_index(aura_plane_e plane)
+{
+    return AURA_SVC_COUNT + (plane == AURA_PLANE_MGMT ? 1 : 0);
+}
+
+static apr_uint64_t plane_cap(const server_rec *s, aura_plane_e plane)
+{
+    return aura_cap_resolve(aura_server_conf(s)->plane_max_in_flight,
+                            workers, plane == AURA_PLANE_MGMT
+                                     ? AURA_CAP_AUTO_MGMT_PCT
+                                     : AURA_CAP_AUTO_DATA_PCT);
+}
+
+static apr_status_t hold_cleanup(void *data)
+{
+    aura_cap_leave(data);
+    return APR_SUCCESS;
+}
+
+void aura_cap_leave(aura_cap_hold_t *h)
+{
+    int i;
+
+    if (!h || h->done) {
+        return;
+    }
+    h->done = 1;
+    for (i = 0; i < h->taken; i++) {
+        aura_cap_give(h->ctr[i], 1);
+        if (my_record) {
+            aura_cap_drop(&my_record->held[h->idx[i]]);
+        }
+    }
+}
+
+/* Counts the refusal, logs it at most once per LOG_INTERVAL per cap
+ * across the instance, and notes the 503. */
+static int refuse(request_rec *r, aura_cap_shm_t *cap, int idx,
+                  apr_uint64_t limit)
+{
+    apr_uint64_t now = (apr_uint64_t)apr_time_sec(apr_time_now());
+    apr_uint64_t was = apr_atomic_read64(&cap->logged[idx]);
+    int svc = idx < AURA_SVC_COUNT;
+    const char *what = apr_pstrcat(r->pool, svc ? "service " : "the ",
+                                   counter_name(idx), svc ? "" : " plane",
+                                   NULL);
+
+    apr_atomic_inc64(&cap->refused[idx]);
+    if (now - was >= LOG_INTERVAL
+        && apr_atomic_cas64(&cap->logged[idx], now, was) == was) {
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, AURA_LOGNO(00704)
+                      "%s saturated: %" APR_UINT64_T_FMT " upstream "
+                      "requests in flight, its cap (%s); refused with 503 "
+                      "service-saturated (%" APR_UINT64_T_FMT " so far; "
+                      "logged at most every %d s)", what, limit,
+                      svc ? "AuraServiceMaxInFlight" : "AuraPlaneMaxInFlight",
+                      apr_atomic_read64(&cap->refused[idx]), LOG_INTERVAL);
+    }
+    apr_table_setn(r->err_headers_out, "Retry-After", RETRY_AFTER);
+    aura_problem_note(r, "service-saturated",
+                      apr_psprintf(r->pool, "%s has as many requests in "
+                                   "flight as the gateway allows (%"
+                                   APR_UINT64_T_FMT "); try again shortly",
+                                   what, limit));
+    return HTTP_SERVICE_UNAVAILABLE;
+}
+
+int aura_cap_enter(request_rec *r, int service, aura_cap_hold_t **out)
+{
+    aura_cap_proc_t *procs;
+    apr_uint64_t n, pcap, scap;
+    aura_cap_shm_t *cap = aura_shm_cap(&procs, &n);
+    aura_request_t *rq = aura_request_get(r);
+    aura_cap_hold_t *h;
+    int pidx;
+
+    *out = NULL;
+    if (!cap || !rq || service < 0 || service >= AURA_SVC_COUNT) {
+        return OK;
+    }
+    pidx = plane_index(rq->plane);
+    pcap = plane_cap(r->server, rq->plane);
+    scap = aura_cap_resolve(aura_dir_conf(r)->max_in_flight, workers,
+                            AURA_CAP_AUTO_SERVICE_PCT);
+    h = apr_pcalloc(r->pool, sizeof(*h));
+    h->idx[0] = pidx;
+    h->ctr[0] = &cap->in_flight[pidx];
+    h->idx[1] = service;
+    h->ctr[1] = &cap->in_flight[service];
+    /* The record first, the shared counter second: a child killed in
+     * between leaves its record one too high, and the reclaim gives back
+     * one slot too many (one request admitted over the cap, once), never
+     * one slot lost for good. */
+    if (my_record) {
+        apr_atomic_inc64(&my_record->held[pidx]);
+    }
+    if (!aura_cap_take(h->ctr[0], pcap)
+        && !(reclaim_dead(r->server, cap, procs, n, pidx)
+             && aura_cap_take(h->ctr[0], pcap))) {
+        if (my_record) {
+            aura_cap_drop(&my_record->held[pidx]);
+        }
+        return refuse(r, cap, pidx, pcap);
+    }
+    h->taken = 1;
+    if (my_record) {
+        apr_atomic_inc64(&my_record->held[service]);
+    }
+    if (!aura_cap_take(h->ctr[1], scap)
+        && !(reclaim_dead(r->server, cap, procs, n, service)
+             && aura_cap_take(h->ctr[1], scap))) {
+        if (my_record) {
+            aura_cap_drop(&my_record->held[service]);
+        }
+        aura_cap_leave(h);
+        return refuse(r, cap, service, scap);
+    }
+    h->taken = 2;
+    apr_pool_cleanup_register(r->pool, h, hold_cleanup,
+                              apr_pool_cleanup_null);
+    *out = h;
+    return OK;
+}
+
+/* ---- what operators see ------------------------------------------------ */
+
+/* /health with AuraHealthDetail On: "in_flight" {services, planes,
+ * refused, children (pid -> requests), reclaimed, workers, auto caps}. */
+void aura_cap_describe(json_t *obj)
+{
+    aura_cap_proc_t *procs;
+    apr_uint64_t n, i;
+    aura_cap_shm_t *cap = aura_shm_cap(&procs, &n);
+    json_t *o, *svc = json_object(), *planes = json_object();
+    json_t *refused = json_object(), *kids = json_object();
+    int c;
+
+    if (!cap) {
+        json_decref(svc);
+        json_decref(planes);
+        json_decref(refused);
+        json_decref(kids);
+        return;
+    }
+    o = json_object();
+    for (c = 0; c < AURA_CAP_COUNTERS; c++) {
+        json_object_set_new(c < AURA_SVC_COUNT ? svc : planes,
+                            counter_name(c), json_integer((json_int_t)
+                            apr_atomic_read64(&cap->in_flight[c])));
+        json_object_set_new(refused, counter_name(c), json_integer(
+                            (json_int_t)apr_atomic_read64(&cap->refused[c])));
+    }
+    for (i = 0; i < n; i++) {
+        apr_uint64_t owner = apr_atomic_read64(&procs[i].owner), sum = 0;
+        char pid[24];
+
+        if (!owner || (owner & AURA_CAP_RECLAIM)) {
+            continue;
+        }
+        for (c = 0; c < AURA_SVC_COUNT; c++) {
+            sum += apr_atomic_read64(&procs[i].held[c]);
+        }
+        apr_snprintf(pid, sizeof(pid), "%" APR_UINT64_T_FMT, owner);
+        json_object_set_new(kids, pid, json_integer((json_int_t)sum));
+    }
+    json_object_set_new(o, "services", svc);
+    json_object_set_new(o, "planes", planes);
+    json_object_set_new(o, "refused", refused);
+    json_object_set_new(o, "children", kids);
+    json_object_set_new(o, "reclaimed", json_integer((json_int_t)
+                        apr_atomic_read64(&cap->reclaimed)));
+    json_object_set_new(o, "unrecorded", json_integer((json_int_t)
+                        apr_atomic_read64(&cap->unrecorded)));
+    json_object_set_new(o, "workers", json_integer((json_int_t)workers));
+    json_object_set_new(obj, "in_flight", o);
+}
+
+/* /metrics: the gauges and the refusals. */
+void aura_cap_metrics(request_rec *r)
+{
+    aura_cap_proc_t *procs;
+    apr_uint64_t n;
+    aura_cap_shm_t *cap = aura_shm_cap(&procs, &n);
+    int c;
+
+    if (!cap) {
+        return;
+    }
+    ap_rputs("# HELP aura_upstream_in_flight Upstream requests the instance "
+             "has in flight, by service and by plane.\n"
+             "# TYPE aura_upstream_in_flight gauge\n", r);
+    for (c = 0; c < AURA_CAP_COUNTERS; c++) {
+        ap_rprintf(r, "aura_upstream_in_flight{%s=\"%s\"} %"
+                   APR_UINT64_T_FMT "\n", c < AURA_SVC_COUNT ? "service"
+                                                             : "plane",
+                   counter_name(c), apr_atomic_read64(&cap->in_flight[c]));
+    }
+    ap_rputs("# HELP aura_saturated_total Requests refused with 503 "
+             "service-saturated, by the cap that refused them.\n"
+             "# TYPE aura_saturated_total counter\n", r);
+    for (c = 0; c < AURA_CAP_COUNTERS; c++) {
+        ap_rprintf(r, "aura_saturated_total{%s=\"%s\"} %" APR_UINT64_T_FMT
+                   "\n", c < AURA_SVC_COUNT ? "service" : "plane",
+                   counter_name(c), apr_atomic_read64(&cap->refused[c]));
+    }
+    ap_rprintf(r, "# HELP aura_in_flight_reclaimed_total Upstream requests "
+               "of children that died holding them, given back by the "
+               "parent.\n# TYPE aura_in_flight_reclaimed_total counter\n"
+               "aura_in_flight_reclaimed_total %" APR_UINT64_T_FMT "\n",
+               apr_atomic_read64(&cap->reclaimed));
+}
+
+static const char *parse(cmd_parms *cmd, const char *arg, int *v)
+{
+    const char *why = aura_cap_parse(arg, v);
+
+    return why ? apr_psprintf(cmd->pool, "%s: '%s' is not %s",
+                              cmd->cmd->name, arg, why)
+               : NULL;
+}
+
+/* AuraServiceMaxInFlight <n>|<p>%|auto|off: per Location (outside one,
+ * the server's defaults, which every Location inherits). */
+const char *aura_set_max_in_flight(cmd_parms *cmd, void *dirv,
+                                   const char *arg)
+{
+    return parse(cmd, arg, &((aura_dir_conf_t *)dirv)->max_in_flight);
+}
+
+/* AuraPlaneMaxInFlight <n>|<p>%|auto|off: per VirtualHost, against the
+ * counter of the VirtualHost's plane. */
+const char *aura_set_plane_max_in_flight(cmd_parms *cmd, void *dummy,
+                                         const char *arg)
+{
+    (void)dummy;
+    return parse(cmd, arg, &aura_cmd_server_conf(cmd)->plane_max_in_flight);
+}

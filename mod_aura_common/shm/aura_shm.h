@@ -1,0 +1,202 @@
+/* Licensed under the Apache License, Version 2.0 (see LICENSE).
+ *
+ * aura_shm.h: the one shared segment that outlives graceful restarts and
+ * every table in it (aura_shm.c lays them out; the concerns count into
+ * them).
+ */
+#ifndef AURA_SHM_H
+#define AURA_SHM_H
+
+#include "aura.h"
+#include "apr_global_mutex.h"
+#include "core/aura_config.h"
+#include "limit/aura_conntable.h"
+#include "limit/aura_gcra_table.h"
+#include "limit/aura_quota_share.h"
+#include "resilience/aura_breaker_fsm.h"
+
+/* aura_shm.c: the one segment that outlives graceful restarts. */
+typedef struct aura_shm_header_t aura_shm_header_t;
+apr_status_t aura_shm_pre_config(apr_pool_t *pconf);
+int aura_shm_check_config(apr_pool_t *pconf, apr_pool_t *plog,
+                          apr_pool_t *ptemp, server_rec *s);
+apr_status_t aura_shm_post_config(apr_pool_t *pconf, apr_pool_t *ptemp,
+                                  server_rec *s);
+/* Walk the table directory and every table: NULL, or what is wrong. */
+const char *aura_shm_validate(apr_pool_t *p);
+apr_status_t aura_shm_child_init(apr_pool_t *pchild, server_rec *s);
+aura_shm_header_t *aura_shm(void);
+
+/* Counters summed across children (metrics, /health detail, tests). */
+typedef enum {
+    AURA_CTR_REQUESTS = 0,     /* requests claimed by a plane */
+    AURA_CTR_KEY_HITS,         /* API key found in the child's cache */
+    AURA_CTR_KEY_MISSES,       /* API key looked up in Postgres */
+    AURA_CTR_JWT_VERIFY,       /* bearer token signatures checked */
+    AURA_CTR_IP_REJECTED,      /* 429 from stage 1 */
+    AURA_CTR_IP_TABLE_FULL,    /* admitted: no slot in the table */
+    AURA_CTR_ACTOR_REJECTED,   /* 429 from stage 2 */
+    AURA_CTR_ACTOR_REDIS,      /* stage 2 decided by Redis */
+    AURA_CTR_ACTOR_FALLBACK,   /* stage 2 decided by the local share */
+    AURA_CTR_REDIS_ERRORS,     /* failed Redis calls */
+    AURA_CTR_BREAKER_OPENED,   /* a service breaker opened */
+    AURA_CTR_BREAKER_REJECTED, /* 503 breaker-open */
+    AURA_CTR_NATS_RETRIES,     /* requests sent again after no responders */
+    AURA_CTR_NATS_NO_RESPONDERS, /* no responders, retries spent */
+    AURA_CTR_NATS_TIMEOUTS,    /* route budget spent waiting for a reply */
+    AURA_CTR_HTTP_TIMEOUTS,    /* route budget spent on an HTTP upstream */
+    AURA_CTR_DB_NATS,          /* /v1/db requests routed to aura-db */
+    AURA_CTR_DB_HTTP,          /* /v1/db requests sent to a PostgREST */
+    AURA_CTR_DB_UNRESOLVED,    /* /v1/db requests refused: no target */
+    AURA_CTR_TARGETS_FULL,     /* a target went without a breaker */
+    AURA_CTR_BREAKER_HALF_OPENED, /* a breaker let its first probe out */
+    AURA_CTR_BREAKER_CLOSED,   /* a probe's success closed a breaker */
+    AURA_CTR_ACTOR_LEASE,      /* stage 2 decided from a child's lease */
+    AURA_CTR_STREAM_ACK_REFUSED, /* streams aborted: ack subject refused */
+    AURA_CTR_BREAKER_PROBE_RECOVERED, /* a probe lost with its holder
+                                         (dead, or past its deadline)
+                                         taken over */
+    AURA_CTR_CONN_REFUSED,     /* connections closed: address at its cap */
+    AURA_CTR_CONN_TABLE_FULL,  /* connections admitted uncounted */
+    AURA_CTR_CONN_RECLAIMED,   /* counted out for a child that died */
+    AURA_CTR_CONN_BUSY,        /* closed: listener's readers at its cap */
+    AURA_CTR_GONE_BEFORE_SEND, /* client gone before its request was sent */
+    AURA_CTR_GONE_WAITING,     /* client gone while its reply was awaited */
+    AURA_CTR_LATE_REPLIES,     /* replies dropped: their request was gone */
+    AURA_CTR_COUNT
+} aura_counter_e;
+void aura_count(aura_counter_e c);
+
+/* Requests by plane, service and status class, and a latency histogram
+ * per plane (aura_metrics.c reads them, aura_accesslog.c records). */
+#define AURA_PLANES          2                  /* data, management */
+#define AURA_STATUS_CLASSES  5                  /* 1xx .. 5xx */
+#define AURA_LATENCY_BUCKETS 12                 /* the last is +Inf */
+extern const double aura_latency_bounds[AURA_LATENCY_BUCKETS - 1];
+void aura_shm_record(aura_plane_e plane, int service, int status,
+                     apr_interval_time_t duration);
+typedef struct {
+    apr_uint64_t requests[AURA_PLANES][AURA_SVC_COUNT + 1]
+                         [AURA_STATUS_CLASSES];
+    apr_uint64_t latency[AURA_PLANES][AURA_LATENCY_BUCKETS];
+    apr_uint64_t latency_sum_us[AURA_PLANES];
+} aura_traffic_t;
+/* A consistent-enough copy of the traffic tables (each word atomic). */
+void aura_shm_traffic(aura_traffic_t *out);
+apr_uint64_t aura_shm_counter(aura_counter_e c);
+
+/* Circuit breaker words (aura_breaker.h), one per protected upstream. */
+#define AURA_BREAKER_REDIS 0
+#define AURA_BREAKERS      16
+/* The key store's (aura_db.c): the last slot, clear of the services'
+ * 1 + aura_service_e (aura_db.c checks it at compile time). */
+#define AURA_BREAKER_STORE (AURA_BREAKERS - 1)
+volatile apr_uint64_t *aura_shm_breaker(int i);
+/* Its AURA_BRK_HOLDERS probe holder records (aura_breaker_fsm.h). */
+volatile apr_uint64_t *aura_shm_breaker_holders(int i);
+
+/* Shared flags and timestamps for log-once decisions. */
+typedef enum {
+    AURA_FLAG_REDIS_DOWN = 0,  /* 1 while the quota runs on the fallback */
+    AURA_FLAG_ACTIVE,          /* requests waiting on an upstream now */
+    AURA_FLAG_RETRYING,        /* of which retries */
+    AURA_FLAG_TARGETS_LOGGED,  /* second of the last "targets full" line */
+    AURA_FLAG_CONNS_LOGGED,    /* second of the last "connections full" */
+    AURA_FLAG_COUNT
+} aura_flag_e;
+volatile apr_uint64_t *aura_shm_flag(aura_flag_e f);
+
+/* The breakers of dedicated PostgREST targets (aura_breaker.c). */
+#define AURA_DEFAULT_TARGET_ENTRIES 1024
+typedef struct {
+    volatile apr_uint64_t key;   /* keyed hash of the target; 0: free */
+    volatile apr_uint64_t word;  /* its breaker (aura_breaker_fsm.h) */
+    volatile apr_uint64_t used;  /* ms clock of its last request */
+    /* who holds its half-open probes (aura_breaker_fsm.h) */
+    volatile apr_uint64_t holders[AURA_BRK_HOLDERS];
+    char name[104];              /* the target, for /health (truncated) */
+} aura_target_slot_t;
+aura_target_slot_t *aura_shm_targets(apr_uint64_t *n);
+/* The connection table (its sets), and journal i of n with its number
+ * of records; NULL when there is no segment (or no such journal). */
+aura_conn_slot_t *aura_shm_conns(apr_uint64_t *sets);
+aura_conn_journal_t *aura_shm_journal(apr_uint64_t i, apr_uint32_t *records,
+                                      apr_uint64_t *n);
+/* Walk the target table (n slots): NULL, or what is wrong. */
+const char *aura_breaker_validate_targets(aura_target_slot_t *t,
+                                          apr_uint64_t n, apr_pool_t *p);
+
+/* The rate-limit tables: one per zone, one for the actor quota's local
+ * fallback.  The directory of the segment has one record per table
+ * (fixed size, offsets from the base, no pointers); only aura_shm.c
+ * lays them out, aura_limit_ip.c and aura_limit_actor.c count into them. */
+#define AURA_TABLE_NAME  40          /* a zone name (32) and its NUL */
+#define AURA_TABLE_ACTOR 1           /* the actor fallback's table */
+typedef struct {
+    char name[AURA_TABLE_NAME];      /* the zone; "" for the actor table */
+    apr_uint64_t offset;             /* of its slots from the base */
+    apr_uint64_t sets;               /* a power of two, 8 slots each */
+    volatile apr_uint64_t full;      /* admitted for want of a slot */
+    volatile apr_uint64_t rejected;  /* refused (429) */
+    volatile apr_uint64_t full_logged; /* second of its last "full" line */
+} aura_shm_table_t;
+/* Table n (1-based), its slots and sets; NULL when there is none.  The
+ * slots of table AURA_TABLE_ACTOR are records of aura_quota_share.h: take
+ * them with aura_shm_actor_table(), never as limiter slots. */
+aura_shm_table_t *aura_shm_table(int n, aura_limiter_slot_t **slots,
+                                 apr_uint64_t *sets);
+aura_shm_table_t *aura_shm_actor_table(aura_fallback_slot_t **slots,
+                                       apr_uint64_t *sets);
+/* The table of a zone name (1-based), 0 when it has none. */
+int aura_shm_zone_table(const char *name);
+const unsigned char *aura_shm_hash_key(void);
+/** Fill a JSON object with the segment's identity and counters. */
+struct json_t;
+/* walk: also walk every table (slots used, aura_shm_validate()). */
+void aura_shm_describe(struct json_t *obj, int walk, apr_pool_t *p);
+
+/* aura_shm.c: the JWKS documents, one slot per VirtualHost. */
+#define AURA_JWKS_SLOTS   16
+#define AURA_JWKS_DOC_MAX 65536
+typedef struct {
+    volatile apr_uint64_t last_refresh;   /* apr_time_t of the last fetch */
+    volatile apr_uint64_t version;        /* 0: the config-time document */
+    apr_uint32_t len;
+    char doc[AURA_JWKS_DOC_MAX];
+} aura_shm_jwks_t;
+aura_shm_jwks_t *aura_shm_jwks(int slot);
+apr_global_mutex_t *aura_shm_mutex(void);
+
+/* ---- in-flight caps (aura_bulkhead.c) --------------------------------
+ * Counters of the requests the whole instance has in flight to each
+ * service and from each plane, in the shared segment, and one record
+ * per child process of what it holds, so that the slots of a child that
+ * died (SIGKILL, a crash) are given back by the parent. */
+#define AURA_CAP_COUNTERS (AURA_SVC_COUNT + AURA_PLANES) /* services, then
+                                                            planes */
+/* "auto": percentages of the instance's workers (MaxRequestWorkers). */
+#define AURA_CAP_AUTO_SERVICE_PCT 50
+#define AURA_CAP_AUTO_DATA_PCT    70
+#define AURA_CAP_AUTO_MGMT_PCT    20
+typedef struct {
+    volatile apr_uint64_t in_flight[AURA_CAP_COUNTERS];
+    volatile apr_uint64_t refused[AURA_CAP_COUNTERS];  /* 503s, by the cap
+                                                          that refused */
+    volatile apr_uint64_t logged[AURA_CAP_COUNTERS];   /* second of the
+                                                          last log line */
+    volatile apr_uint64_t reclaimed;   /* slots given back for the dead */
+    volatile apr_uint64_t unrecorded;  /* children that found no record */
+    apr_uint64_t procs_offset;         /* of the process records */
+    apr_uint64_t procs;                /* their number */
+} aura_cap_shm_t;
+/* One child's holdings.  owner: its pid, 0 free, with AURA_CAP_RECLAIM
+ * set while a reclaim empties it. */
+#define AURA_CAP_RECLAIM (APR_UINT64_C(1) << 62)
+typedef struct {
+    volatile apr_uint64_t owner;
+    volatile apr_uint64_t held[AURA_CAP_COUNTERS];
+} aura_cap_proc_t;
+/* aura_shm.c: the counters, and the records (*n of them). */
+aura_cap_shm_t *aura_shm_cap(aura_cap_proc_t **procs, apr_uint64_t *n);
+
+#endif /* AURA_SHM_H */
