@@ -20,6 +20,8 @@
  *   2026-12-02  1.5  aura_request_t.trace_id.
  *   2026-12-03  1.6  aura_request_path_check, aura_request_t.raw_path.
  *   2026-12-03  1.7  aura_request_t.traceparent, .tracestate.
+ *   2026-12-03  1.8  aura_cors_policy_t, aura_request_t.cors: the plane
+ *                    says which origins its CORS answers serve.
  */
 #ifndef AURA_H
 #define AURA_H
@@ -35,7 +37,7 @@
  */
 
 #define AURA_API_MAJOR 1
-#define AURA_API_MINOR 7
+#define AURA_API_MINOR 8
 
 /* The export trio, as mod_proxy.h, mod_dbd.h and mod_watchdog.h spell it.
  * The modules are built with -fvisibility=hidden: only what carries
@@ -61,6 +63,19 @@ typedef enum {
     AURA_PLANE_DATA,       /**< public data plane (mod_aura_data) */
     AURA_PLANE_MGMT        /**< management plane (mod_aura_mgmt) */
 } aura_plane_e;
+
+/** A plane's CORS rule (the plane module owns it; mod_aura_common applies
+ *  it to every response and preflight of the request).  Methods, headers,
+ *  exposed headers and max-age come from AuraCORSAllow* of the
+ *  VirtualHost, whatever the plane. */
+typedef struct aura_cors_policy_t {
+    /** 1: every origin, answered with "*" (no Vary: Origin). */
+    int any_origin;
+    /** Otherwise the origins answered, echoed with Vary: Origin and
+     *  compared case-insensitively (const char *); NULL or empty: none.
+     *  A preflight from another origin is refused (403 forbidden). */
+    const apr_array_header_t *origins;
+} aura_cors_policy_t;
 
 /** Per-request state shared by the hooks of both planes. Lives in
  *  r->pool; found through aura_request_get(). Fields only grow at the
@@ -99,6 +114,9 @@ typedef struct aura_request_t {
      * client header of these names is dropped before forwarding. */
     const char *traceparent;
     const char *tracestate;
+    /* 1.8: the plane's CORS rule for this request, set by the plane
+     * module right after aura_request_begin(); NULL: no CORS headers. */
+    const aura_cors_policy_t *cors;
 } aura_request_t;
 
 /**
