@@ -22,6 +22,10 @@
  *   2026-12-03  1.7  aura_request_t.traceparent, .tracestate.
  *   2026-12-03  1.8  aura_cors_policy_t, aura_request_t.cors: the plane
  *                    says which origins its CORS answers serve.
+ *   2026-12-03  2.0  aura_auth_bearer takes the plane's
+ *                    aura_token_policy_t (the console audience, the
+ *                    project claim): mod_aura_common no longer decides
+ *                    them by plane.
  */
 #ifndef AURA_H
 #define AURA_H
@@ -36,8 +40,8 @@
  * @{
  */
 
-#define AURA_API_MAJOR 1
-#define AURA_API_MINOR 8
+#define AURA_API_MAJOR 2
+#define AURA_API_MINOR 0
 
 /* The export trio, as mod_proxy.h, mod_dbd.h and mod_watchdog.h spell it.
  * The modules are built with -fvisibility=hidden: only what carries
@@ -249,15 +253,29 @@ AURA_DECLARE(int) aura_route_streaming(request_rec *r);
  */
 AURA_DECLARE(int) aura_auth_apikey(request_rec *r, int allow_query);
 
+/** What a plane asks of a bearer token on top of the VirtualHost's
+ *  AuraJWT* keys and settings. */
+typedef struct aura_token_policy_t {
+    /** Non-NULL: aud must be exactly this (or an array whose only member
+     *  it is), whatever AuraJWTAudience and AuraJWTAudienceMatch say. */
+    const char *audience_exact;
+    /** Non-NULL: the token must carry this claim, equal to the project
+     *  already in the request state (the API key's). */
+    const char *project_claim;
+} aura_token_policy_t;
+
 /**
  * Verify an "Authorization: Bearer" token against the VirtualHost's
- * AuraJWT* keys and policy.  On success sets the actor (sub), role
- * "authenticated" and r->user.
+ * AuraJWT* keys and settings and the plane's policy.  On success sets
+ * the actor (sub), role "authenticated" and r->user.
+ * @param r the request
+ * @param policy the plane's demands; never NULL
  * @return DECLINED when there is no bearer token; OK; 401 (invalid-token)
  *         with the problem noted: an invalid token is never a silent
  *         downgrade to anonymous.
  */
-AURA_DECLARE(int) aura_auth_bearer(request_rec *r);
+AURA_DECLARE(int) aura_auth_bearer(request_rec *r,
+                                   const aura_token_policy_t *policy);
 
 /**
  * Management plane: require a console token (aud exactly

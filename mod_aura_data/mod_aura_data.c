@@ -26,10 +26,79 @@
 #include "http_core.h"
 #include "http_log.h"
 #include "mod_auth.h"
+#include "apr_strings.h"
 
 #include "aura.h"
 
 APLOG_USE_MODULE(aura_data);
+extern module AURA_DECLARE_DATA aura_data_module;
+
+/* The claim a user token names its project in (AuraTokenProjectClaim). */
+#define DATA_DEFAULT_PROJECT_CLAIM "aura_project"
+
+typedef struct {
+    const char *project_claim;   /* a claim name, "off"; NULL = unset */
+} data_dir_conf_t;
+
+static void *data_create_dir_conf(apr_pool_t *p, char *dir)
+{
+    (void)dir;
+    return apr_pcalloc(p, sizeof(data_dir_conf_t));
+}
+
+static void *data_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
+{
+    const data_dir_conf_t *base = basev, *add = addv;
+    data_dir_conf_t *d = apr_palloc(p, sizeof(*d));
+
+    d->project_claim = add->project_claim ? add->project_claim
+                                          : base->project_claim;
+    return d;
+}
+
+/* A claim name: printable ASCII without spaces or quotes, so that it
+ * can be named in logs and docs as it is; "off" turns the check off. */
+static const char *set_project_claim(cmd_parms *cmd, void *dirv,
+                                     const char *arg)
+{
+    data_dir_conf_t *d = dirv;
+    const char *s;
+
+    for (s = arg; *s; s++) {
+        if (*s <= ' ' || *s > '~' || *s == '"' || *s == '\\') {
+            break;
+        }
+    }
+    if (!*arg || *s || strlen(arg) > 64) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not a claim name (1 to "
+                            "64 printable characters, no space or quote) "
+                            "or off", cmd->cmd->name, arg);
+    }
+    d->project_claim = strcasecmp(arg, "off") ? arg : "off";
+    return NULL;
+}
+
+static const command_rec data_cmds[] = {
+    AP_INIT_TAKE1("AuraTokenProjectClaim", set_project_claim, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "The claim a data-plane bearer token names the API "
+                  "key's project in, or off"),
+    { NULL }
+};
+
+/* A user token belongs to the API key's project: a token of project A's
+ * user sent with project B's key is refused (DESIGN.md section 9). */
+static const aura_token_policy_t *data_token_policy(request_rec *r)
+{
+    const data_dir_conf_t *d =
+        ap_get_module_config(r->per_dir_config, &aura_data_module);
+    aura_token_policy_t *pol = apr_pcalloc(r->pool, sizeof(*pol));
+    const char *claim = d->project_claim ? d->project_claim
+                                         : DATA_DEFAULT_PROJECT_CLAIM;
+
+    pol->project_claim = strcmp(claim, "off") ? claim : NULL;
+    return pol;
+}
 
 static int data_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                             apr_pool_t *ptemp, server_rec *s)
@@ -89,7 +158,7 @@ static int data_check_access(request_rec *r)
     if (rc != OK) {
         return rc;
     }
-    rc = aura_auth_bearer(r);
+    rc = aura_auth_bearer(r, data_token_policy(r));
     if (rc != OK && rc != DECLINED) {
         return rc;
     }
@@ -116,11 +185,11 @@ static void data_register_hooks(apr_pool_t *p)
 
 module AURA_DECLARE_DATA aura_data_module = {
     STANDARD20_MODULE_STUFF,
+    data_create_dir_conf,
+    data_merge_dir_conf,
     NULL,
     NULL,
-    NULL,
-    NULL,
-    NULL,
+    data_cmds,
     data_register_hooks,
     AP_MODULE_FLAG_NONE
 };

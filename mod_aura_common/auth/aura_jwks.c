@@ -213,12 +213,6 @@ apr_status_t aura_jwks_post_config(apr_pool_t *pconf, server_rec *s)
         st->policy.issuer = c->jwt_issuer;
         st->policy.audience = c->jwt_audience;
         st->policy.audience_any = c->jwt_aud_any == 1;
-        if (aura_server_plane(v) == AURA_PLANE_MGMT) {
-            /* Console tokens only: aud exactly aurabase-control (or an
-             * array whose only member it is), whatever else is set. */
-            st->policy.audience = AURA_CONSOLE_AUDIENCE;
-            st->policy.audience_exact = 1;
-        }
         st->policy.max_len = c->jwt_max_len != AURA_UNSET
                                  ? (apr_size_t)c->jwt_max_len : 0;
         st->policy.require_sub = 1;
@@ -441,21 +435,6 @@ static const char *bearer_token(request_rec *r, int *malformed)
     return *malformed ? NULL : token;
 }
 
-/* The project claim this request's token must carry, or NULL: only the
- * data plane binds a token to the API key's project. */
-static const char *project_claim(request_rec *r, const aura_request_t *rq)
-{
-    const char *claim = aura_dir_conf(r)->token_project_claim;
-
-    if (rq->plane != AURA_PLANE_DATA) {
-        return NULL;
-    }
-    if (!claim) {
-        return AURA_DEFAULT_TOKEN_PROJECT_CLAIM;
-    }
-    return strcmp(claim, "off") ? claim : NULL;
-}
-
 /* The auth type of a request whose bearer token this module verified:
  * told apart from any other module's "Bearer" by its address. */
 static const char bearer_auth_type[] = "Bearer";
@@ -475,7 +454,8 @@ void aura_forward_credentials(request_rec *r, apr_table_t *headers)
     }
 }
 
-AURA_DECLARE(int) aura_auth_bearer(request_rec *r)
+AURA_DECLARE(int) aura_auth_bearer(request_rec *r,
+                                   const aura_token_policy_t *policy)
 {
     aura_jwt_state_t *st = aura_server_conf(r->server)->jwt;
     aura_request_t *rq = aura_request_get(r);
@@ -505,7 +485,11 @@ AURA_DECLARE(int) aura_auth_bearer(request_rec *r)
         return refuse_token(r, "bearer tokens are not accepted here");
     }
     pol = st->policy;
-    pol.project_claim = project_claim(r, rq);
+    if (policy->audience_exact) {
+        pol.audience = policy->audience_exact;
+        pol.audience_exact = 1;
+    }
+    pol.project_claim = policy->project_claim;
     pol.project = rq->project;
     res = verify(r, st, &pol, token, &claims);
     if (res == AURA_JWT_UNKNOWN_KID && st->slot >= 0

@@ -245,6 +245,10 @@ static apr_status_t lookup_role(request_rec *r, aura_scope_e scope,
     return APR_SUCCESS;
 }
 
+static const aura_token_policy_t console_tokens = {
+    AURA_CONSOLE_AUDIENCE, NULL
+};
+
 AURA_DECLARE(int) aura_auth_console(request_rec *r)
 {
     aura_request_t *rq = aura_request_get(r);
@@ -263,7 +267,9 @@ AURA_DECLARE(int) aura_auth_console(request_rec *r)
     /* API keys do not exist here: never forwarded, never looked at. */
     apr_table_unset(r->headers_in, "apikey");
     apr_table_unset(r->headers_in, "X-API-Key");
-    rc = aura_auth_bearer(r);
+    /* Console tokens only: aud exactly aurabase-control (or an array
+     * whose only member it is), whatever else is set. */
+    rc = aura_auth_bearer(r, &console_tokens);
     if (rc == DECLINED) {
         apr_table_setn(r->err_headers_out, "WWW-Authenticate", "Bearer");
         return refuse(r, HTTP_UNAUTHORIZED, "invalid-token",

@@ -210,7 +210,6 @@ void *aura_create_dir_conf(apr_pool_t *p, char *dir)
     d->stream_idle = AURA_UNSET;
     d->stream_first_byte = AURA_UNSET;
     d->stream_max = AURA_UNSET;
-    d->token_project_claim = NULL;
     d->stream_ack_prefix = NULL;
     d->abandon_check = AURA_UNSET;
     d->max_in_flight = AURA_UNSET;
@@ -270,8 +269,6 @@ void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     d->stream_first_byte = merge_time(base->stream_first_byte,
                                       add->stream_first_byte);
     d->stream_max = merge_time(base->stream_max, add->stream_max);
-    d->token_project_claim = merge_ptr(base->token_project_claim,
-                                       add->token_project_claim);
     d->stream_ack_prefix = merge_ptr(base->stream_ack_prefix,
                                      add->stream_ack_prefix);
     d->abandon_check = merge_int(base->abandon_check, add->abandon_check);
@@ -946,28 +943,6 @@ static const char *set_jwt_aud_match(cmd_parms *cmd, void *dummy,
     return NULL;
 }
 
-/* A claim name: printable ASCII without spaces or quotes, so that it
- * can be named in logs and docs as it is; "off" turns the check off. */
-static const char *set_token_project_claim(cmd_parms *cmd, void *dirv,
-                                           const char *arg)
-{
-    aura_dir_conf_t *d = dirv;
-    const char *s;
-
-    for (s = arg; *s; s++) {
-        if (*s <= ' ' || *s > '~' || *s == '"' || *s == '\\') {
-            break;
-        }
-    }
-    if (!*arg || *s || strlen(arg) > 64) {
-        return apr_psprintf(cmd->pool, "%s: '%s' is not a claim name (1 to "
-                            "64 printable characters, no space or quote) "
-                            "or off", cmd->cmd->name, arg);
-    }
-    d->token_project_claim = strcasecmp(arg, "off") ? arg : "off";
-    return NULL;
-}
-
 static const char *set_jwt_max_len(cmd_parms *cmd, void *dummy,
                                    const char *arg)
 {
@@ -1119,10 +1094,6 @@ const command_rec aura_cmds[] = {
                   RSRC_CONF,
                   "Whether every audience of a token's aud array must be "
                   "AuraJWTAudience (all) or one of them (any)"),
-    AP_INIT_TAKE1("AuraTokenProjectClaim", set_token_project_claim, NULL,
-                  RSRC_CONF | ACCESS_CONF,
-                  "The claim a data-plane bearer token names the API "
-                  "key's project in, or off"),
     AP_INIT_TAKE1("AuraJWTMaxLength", set_jwt_max_len, NULL, RSRC_CONF,
                   "Longest bearer token accepted, in bytes"),
     AP_INIT_TAKE1("AuraJWKSRefreshInterval", set_server_time,

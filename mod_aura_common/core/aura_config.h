@@ -87,8 +87,6 @@ typedef struct {
     apr_interval_time_t stream_idle;        /* AuraStreamIdleTimeout */
     apr_interval_time_t stream_first_byte;  /* AuraStreamFirstByteTimeout */
     apr_interval_time_t stream_max;         /* AuraStreamMaxDuration */
-    const char *token_project_claim;  /* AuraTokenProjectClaim: a claim
-                                         name or "off"; NULL = unset */
     /* NATS streamed replies: where acknowledgements may go. */
     const char *stream_ack_prefix;          /* AuraStreamAckPrefix */
     int abandon_check;                /* AuraAbandonCheck, AURA_UNSET (on) */
@@ -213,9 +211,6 @@ typedef struct {
 } aura_jwt_source_t;
 
 #define AURA_DEFAULT_JWT_ALGS       "RS256 ES256"
-/* The claim a data-plane user token names its project in
- * (AuraTokenProjectClaim). */
-#define AURA_DEFAULT_TOKEN_PROJECT_CLAIM "aura_project"
 #define AURA_DEFAULT_JWT_LEEWAY     apr_time_from_sec(60)
 #define AURA_DEFAULT_JWKS_REFRESH   apr_time_from_sec(30)
 
