@@ -26,6 +26,9 @@
  *                    aura_token_policy_t (the console audience, the
  *                    project claim): mod_aura_common no longer decides
  *                    them by plane.
+ *   2026-12-03  2.1  aura_request_t.priv; aura_upstream_origin,
+ *                    aura_upstream_budget replace the notes
+ *                    AURA_NOTE_ORIGIN, AURA_NOTE_BUDGET (no longer set).
  */
 #ifndef AURA_H
 #define AURA_H
@@ -41,7 +44,7 @@
  */
 
 #define AURA_API_MAJOR 2
-#define AURA_API_MINOR 0
+#define AURA_API_MINOR 1
 
 /* The export trio, as mod_proxy.h, mod_dbd.h and mod_watchdog.h spell it.
  * The modules are built with -fvisibility=hidden: only what carries
@@ -121,6 +124,9 @@ typedef struct aura_request_t {
     /* 1.8: the plane's CORS rule for this request, set by the plane
      * module right after aura_request_begin(); NULL: no CORS headers. */
     const aura_cors_policy_t *cors;
+    /* 2.1: what only mod_aura_common reads (the route, the problem
+     * noted): core/aura_request.h; opaque to the plane modules. */
+    struct aura_request_private_t *priv;
 } aura_request_t;
 
 /**
@@ -317,13 +323,19 @@ AURA_DECLARE(int) aura_limit_ip(request_rec *r);
 AURA_DECLARE(int) aura_limit_actor(request_rec *r);
 
 /**
- * Notes a request for an HTTP upstream carries to mod_aura_proxy (set at
- * translate_name, or by the /v1/db router): the upstream's origin
- * (scheme://host[:port], the pooled worker's name) and the route's
- * budget in milliseconds (the worker's I/O timeout).
+ * The HTTP upstream the routing stage sent this request to (at
+ * translate_name, or the /v1/db router at fixups), for mod_aura_proxy's
+ * pooled worker: its origin, scheme://host[:port] (ws:// or wss:// for a
+ * WebSocket upgrade).
+ * @return NULL unless r goes to an HTTP upstream through mod_proxy.
  */
-#define AURA_NOTE_ORIGIN "aura-upstream-origin"
-#define AURA_NOTE_BUDGET "aura-upstream-budget-ms"
+AURA_DECLARE(const char *) aura_upstream_origin(request_rec *r);
+
+/**
+ * The route's budget for that upstream: the worker's I/O timeout.
+ * @return 0 unless aura_upstream_origin(r) is not NULL.
+ */
+AURA_DECLARE(apr_interval_time_t) aura_upstream_budget(request_rec *r);
 
 /** @} */
 #endif /* AURA_H */

@@ -22,6 +22,7 @@
 #include "http/aura_route.h"
 #include "limit/aura_connlimit.h"
 #include "limit/aura_limit.h"
+#include "nats/aura_inbox.h"
 #include "nats/aura_nats.h"
 #include "nats/aura_natsproxy.h"
 #include "resilience/aura_breaker.h"
@@ -110,7 +111,7 @@ static void aura_register_hooks(apr_pool_t *p)
     ap_hook_handler(aura_metrics_handler, NULL, NULL, APR_HOOK_MIDDLE);
     /* Before mod_proxy's fixups, which canonicalize the URL the /v1/db
      * router may just have set. */
-    ap_hook_fixups(aura_http_fixups, NULL, before_proxy, APR_HOOK_FIRST);
+    ap_hook_fixups(aura_route_fixups, NULL, before_proxy, APR_HOOK_FIRST);
     ap_hook_insert_error_filter(aura_insert_problem_filter, NULL, NULL,
                                 APR_HOOK_MIDDLE);
     ap_hook_insert_filter(aura_insert_headers_filter, NULL, NULL,
@@ -128,6 +129,8 @@ static void aura_register_hooks(apr_pool_t *p)
                             log_config, APR_HOOK_REALLY_FIRST);
     aura_problem_register();
     aura_headers_register();
+    /* The reply inboxes live on the child's NATS connection. */
+    aura_inbox_register();
     aura_keystore_register();
     aura_http_register();
     aura_connlimit_register();

@@ -11,7 +11,8 @@
  * Postgres), and each route has its own budget, which in mod_proxy is a
  * worker's I/O timeout.  So this module answers mod_proxy's pre_request
  * hook, as mod_proxy_balancer does, for the requests mod_aura_common
- * marked (AURA_NOTE_ORIGIN, AURA_NOTE_BUDGET): it hands out a worker
+ * routed to an HTTP upstream (aura_upstream_origin(),
+ * aura_upstream_budget()): it hands out a worker
  * per (origin, budget), made on first use in this child with mod_proxy's
  * own ap_proxy_define_worker_ex() and ap_proxy_initialize_worker(), and
  * kept for the child's life, so connections to it are pooled and reused
@@ -22,8 +23,10 @@
  * made per child; past that a request gets the default worker (no
  * reuse) and one line in the log: degraded, never refused.
  *
- * It must be loaded after mod_proxy (it calls into mod_proxy.so), and
- * with mod_aura_common.
+ * It must be loaded after mod_proxy (it calls into mod_proxy.so) and
+ * after mod_aura_common (it calls aura_upstream_origin() and
+ * aura_upstream_budget(), resolved against mod_aura_common.so when it is
+ * loaded).
  */
 #include "httpd.h"
 #include "http_config.h"
@@ -111,13 +114,14 @@ static proxy_worker *make_worker(request_rec *r, const char *origin,
     return w;
 }
 
-/* The worker of (origin, budget): budget_ms is the note's decimal
- * string, budget the same as a duration. */
+/* The worker of (origin, budget in whole milliseconds). */
 static proxy_worker *worker_for(request_rec *r, const char *origin,
-                                const char *budget_ms,
-                                apr_interval_time_t budget)
+                                apr_int64_t budget_ms)
 {
-    const char *key = apr_pstrcat(r->pool, origin, "|", budget_ms, NULL);
+    const char *key = apr_psprintf(r->pool, "%s|%" APR_INT64_T_FMT, origin,
+                                   budget_ms);
+    apr_interval_time_t budget = apr_time_from_msec(budget_ms > 0 ? budget_ms
+                                                                  : 1);
     proxy_worker *w;
 
     if (!workers_lock) {
@@ -148,17 +152,15 @@ static int aura_proxy_pre_request(proxy_worker **worker,
                                   request_rec *r, proxy_server_conf *conf,
                                   char **url)
 {
-    const char *origin = apr_table_get(r->notes, AURA_NOTE_ORIGIN);
-    const char *budget = apr_table_get(r->notes, AURA_NOTE_BUDGET);
-    apr_int64_t ms;
+    const char *origin = aura_upstream_origin(r);
     proxy_worker *w;
 
     (void)conf; (void)url;
-    if (!origin || !budget || (*balancer && *worker)) {
+    if (!origin || (*balancer && *worker)) {
         return DECLINED;
     }
-    ms = apr_atoi64(budget);
-    w = worker_for(r, origin, budget, apr_time_from_msec(ms > 0 ? ms : 1));
+    /* Whole milliseconds, as the route's budget is configured. */
+    w = worker_for(r, origin, apr_time_as_msec(aura_upstream_budget(r)));
     if (!w) {
         return DECLINED;
     }

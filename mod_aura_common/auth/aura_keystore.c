@@ -33,6 +33,7 @@
 #include "auth/aura_keystore.h"
 #include "core/aura_config.h"
 #include "core/aura_siphash.h"
+#include "nats/aura_nats.h"
 #include "shm/aura_shm.h"
 #include "store/aura_db.h"
 #include "auth/aura_apikey.h"
@@ -348,6 +349,7 @@ static apr_status_t rotation_out_filter(ap_filter_t *f,
 
 void aura_keystore_register(void)
 {
+    aura_nats_on_invalidation(aura_keystore_invalidate_project);
     rotation_filter = ap_register_output_filter("AURA_KEY_ROTATION",
                                                 rotation_out_filter, NULL,
                                                 AP_FTYPE_CONTENT_SET);

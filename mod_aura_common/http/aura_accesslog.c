@@ -23,6 +23,7 @@
 #include "core/aura_module.h"
 #include "core/aura_config.h"
 #include "core/aura_redact.h"
+#include "core/aura_request.h"
 #include "http/aura_accesslog.h"
 #include "http/aura_problem.h"
 #include "shm/aura_shm.h"
@@ -99,7 +100,7 @@ static const char *safe_path(apr_pool_t *p, const char *path)
 
 static const char *upstream_kind(request_rec *r)
 {
-    if (r->proxyreq && apr_table_get(r->notes, AURA_NOTE_ORIGIN)) {
+    if (r->proxyreq && aura_upstream_origin(r)) {
         return "http";
     }
     if (r->handler && !strcmp(r->handler, AURA_HANDLER_SERVICE)) {
@@ -108,10 +109,18 @@ static const char *upstream_kind(request_rec *r)
     return "-";
 }
 
+/* The problem type the request ended with, NULL when none. */
+static const char *problem_noted(request_rec *r)
+{
+    const char *detail;
+
+    return aura_request_problem(r, &detail);
+}
+
 /* Which stage refused, from the problem the request ended with. */
 static const char *limit_outcome(request_rec *r)
 {
-    const char *type = apr_table_get(r->notes, AURA_NOTE_PROBLEM_TYPE);
+    const char *type = problem_noted(r);
 
     if (type && (!strcmp(type, "ip-rate-limit")
                  || !strcmp(type, "actor-quota"))) {
@@ -122,7 +131,7 @@ static const char *limit_outcome(request_rec *r)
 
 static const char *breaker_outcome(request_rec *r)
 {
-    const char *type = apr_table_get(r->notes, AURA_NOTE_PROBLEM_TYPE);
+    const char *type = problem_noted(r);
 
     return type && !strcmp(type, "breaker-open") ? "open" : "-";
 }
@@ -141,7 +150,7 @@ static const char *plane_name(request_rec *r)
 
 static const char *problem_type(request_rec *r)
 {
-    return safe(r->pool, apr_table_get(r->notes, AURA_NOTE_PROBLEM_TYPE), 64);
+    return safe(r->pool, problem_noted(r), 64);
 }
 
 static const char *path(request_rec *r)
@@ -153,7 +162,7 @@ static const char *path(request_rec *r)
  * field is computed (get), or a string of the request's state, cleaned
  * and cut at max.  Each is read from the request as the client sent it
  * (the handler is registered to get the original of an internal
- * redirect): its route, its notes, its state. */
+ * redirect): its route, its state. */
 typedef struct {
     const char *name;
     const char *(*get)(request_rec *r);

@@ -1,12 +1,13 @@
 /* Licensed under the Apache License, Version 2.0 (see LICENSE).
  *
  * aura_dbrouter.c: the /v1/db router (AuraDBRouter On), the glue around
- * the pure decision of aura_dbtarget.c.  It runs in fixups, once the
- * request is authenticated and has a project: a CRUD request of a
- * Postgres project with a dedicated PostgREST is turned into a proxy
- * request straight to it (aura_http_target()), a dedicated project
- * without a usable target is refused (503 target-unresolved, never a
- * shared fallback), and everything else stays on its NATS route.
+ * the pure decision of aura_dbtarget.c.  The routing stage asks it in
+ * fixups (aura_route.c), once the request is authenticated and has a
+ * project: a CRUD request of a Postgres project with a dedicated
+ * PostgREST gets that target (the routing stage makes it a proxy
+ * request straight to it), a dedicated project without a usable target
+ * is refused (503 target-unresolved, never a shared fallback), and
+ * everything else stays on its NATS route.
  *
  * A project's topology comes from Postgres and is cached per child for
  * TOPOLOGY_TTL: moving a project to a dedicated PostgREST takes effect
@@ -20,10 +21,8 @@
 #include "core/aura_config.h"
 #include "http/aura_dbrouter.h"
 #include "http/aura_dbtarget.h"
-#include "http/aura_httpproxy.h"
 #include "shm/aura_shm.h"
 #include "store/aura_db.h"
-#include "http/aura_dbtarget.h"
 
 #include "apr_strings.h"
 #include "apr_thread_mutex.h"
@@ -165,7 +164,7 @@ static const char *rest_of(const request_rec *r, const aura_dir_conf_t *d)
     return p;
 }
 
-int aura_db_route(request_rec *r)
+int aura_db_route(request_rec *r, const char **target, const char **url)
 {
     const aura_dir_conf_t *d = aura_dir_conf(r);
     aura_request_t *rq = aura_request_get(r);
@@ -174,10 +173,7 @@ int aura_db_route(request_rec *r)
     const char *rest, *why = NULL;
     apr_status_t rv;
 
-    if (d->db_router != 1 || !rq || r->proxyreq || !r->handler
-        || strcmp(r->handler, AURA_HANDLER_SERVICE)) {
-        return OK;
-    }
+    *target = *url = NULL;
     rest = rest_of(r, d);
     memset(&t, 0, sizeof(t));
     if (rq->project) {
@@ -201,11 +197,8 @@ int aura_db_route(request_rec *r)
                       "db router: project %s -> %s (%s)", rq->project,
                       project.target, why);
         aura_count(AURA_CTR_DB_HTTP);
-        apr_table_setn(r->notes, AURA_NOTE_TARGET, project.target);
-        aura_http_target(r, project.target,
-                         aura_dbroute_url(r->pool, project.target, rest,
-                                          NULL),
-                         aura_route_timeout(d));
+        *target = project.target;
+        *url = aura_dbroute_url(r->pool, project.target, rest, NULL);
         return OK;
     case AURA_DBR_UNRESOLVED:
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, AURA_LOGNO(00096)

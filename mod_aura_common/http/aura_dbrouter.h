@@ -7,10 +7,12 @@
 
 #include "aura.h"
 
-/* aura_dbrouter.c: /v1/db (AuraDBRouter On).  OK: nothing to do or
- * decided (the request may now be a proxy request); else an error
- * status with the problem noted. */
-int aura_db_route(request_rec *r);
+/* aura_dbrouter.c: where a /v1/db request (AuraDBRouter On, an
+ * authenticated request on its NATS route) goes.  OK with *target NULL:
+ * it stays on NATS; OK with *target (the dedicated PostgREST's origin)
+ * and *url (the request's URL there); else an error status with the
+ * problem noted.  The routing stage (aura_route.c) applies it. */
+int aura_db_route(request_rec *r, const char **target, const char **url);
 void aura_dbrouter_child_init(apr_pool_t *pchild, server_rec *s);
 /* Remember that a Location has an HTTP upstream (check_config). */
 void aura_set_service_seen(cmd_parms *cmd);

@@ -31,7 +31,6 @@
 #include "core/aura_module.h"
 #include "core/aura_config.h"
 #include "http/aura_headers.h"
-#include "http/aura_httpproxy.h"
 #include "nats/aura_envelope.h"
 #include "nats/aura_envelope.h"
 

@@ -7,14 +7,14 @@
  *
  *   translate_name  aura_route_claim() -> aura_http_claim(): the request
  *                   becomes a reverse-proxy request for the upstream URL
- *                   (exactly what ProxyPass does), with notes saying
- *                   which origin and which budget; a WebSocket upgrade
- *                   goes to ws(s)://
- *   fixups          FIRST, before mod_proxy's own: the verified identity
- *                   replaces whatever the client sent in the gateway's
- *                   namespace, and the service's breaker is asked; the
- *                   /v1/db router may turn a NATS request into one of
- *                   these
+ *                   (exactly what ProxyPass does), its route (request
+ *                   state) saying which origin and which budget; a
+ *                   WebSocket upgrade goes to ws(s)://
+ *   fixups          aura_route_fixups() (the /v1/db router may turn a
+ *                   NATS request into one of these) -> aura_http_fixups():
+ *                   the verified identity replaces whatever the client
+ *                   sent in the gateway's namespace, and the breaker of
+ *                   the service (or of the dedicated target) is asked
  *   proxy fixups    mod_proxy's hook, on the upstream request's headers
  *                   after hop-by-hop processing: the identity again, so
  *                   that no Connection token and no module removes it
@@ -33,7 +33,7 @@
 #include "core/aura_module.h"
 #include "auth/aura_jwks.h"
 #include "core/aura_config.h"
-#include "http/aura_dbrouter.h"
+#include "core/aura_request.h"
 #include "http/aura_headers.h"
 #include "http/aura_httpproxy.h"
 #include "nats/aura_envelope.h"
@@ -41,7 +41,6 @@
 #include "resilience/aura_bulkhead.h"
 #include "resilience/aura_gone.h"
 #include "shm/aura_shm.h"
-#include "nats/aura_envelope.h"
 
 #include "http_core.h"
 #include "http_protocol.h"
@@ -53,11 +52,11 @@
 #define HOLD_KEY "aura-http-breaker-hold"
 #define SLOT_KEY "aura-http-cap-slot"
 
+/* A request the routing stage sent through mod_proxy. */
 static int is_ours(request_rec *r)
 {
     return r->proxyreq == PROXYREQ_REVERSE
-           && apr_table_get(r->notes, AURA_NOTE_ORIGIN) != NULL
-           && aura_request_get(r) != NULL;
+           && aura_upstream_origin(r) != NULL;
 }
 
 /* "http://h:p/base" -> origin "http://h:p", and the base path. */
@@ -100,26 +99,23 @@ static int wants_websocket(const request_rec *r)
     return up && ap_find_token(r->pool, up, "websocket");
 }
 
-/* Point r at url through mod_proxy, with its origin and budget noted for
- * mod_aura_proxy (which picks the pooled worker) and for the fixups. */
-void aura_http_target(request_rec *r, const char *origin, const char *url,
-                      apr_interval_time_t budget)
+/* Point r at url through mod_proxy; route (its origin and budget, read
+ * by mod_aura_proxy for the pooled worker) is r's, in its state. */
+void aura_http_target(request_rec *r, aura_route_t *route, const char *url)
 {
     if (wants_websocket(r)) {
         /* mod_proxy_http tunnels an upgrade for ws(s):// workers. */
         url = apr_pstrcat(r->pool, strncasecmp(url, "https", 5) ? "ws"
                                                                  : "wss",
                           ap_strstr_c(url, "://"), NULL);
-        origin = apr_pstrcat(r->pool, strncasecmp(origin, "https", 5)
-                                      ? "ws" : "wss",
-                             ap_strstr_c(origin, "://"), NULL);
+        route->origin = apr_pstrcat(r->pool,
+                                    strncasecmp(route->origin, "https", 5)
+                                    ? "ws" : "wss",
+                                    ap_strstr_c(route->origin, "://"), NULL);
     }
     r->filename = apr_pstrcat(r->pool, "proxy:", url, NULL);
     r->handler = "proxy-server";
     r->proxyreq = PROXYREQ_REVERSE;
-    apr_table_setn(r->notes, AURA_NOTE_ORIGIN, origin);
-    apr_table_setn(r->notes, AURA_NOTE_BUDGET,
-                   apr_off_t_toa(r->pool, apr_time_as_msec(budget)));
 }
 
 /* The upstream I/O timeout of a route: its budget, or on a streaming
@@ -133,52 +129,16 @@ static apr_interval_time_t io_timeout(const aura_dir_conf_t *d)
     return aura_route_timeout(d);
 }
 
-int aura_http_claim(request_rec *r, const aura_dir_conf_t *d)
+int aura_http_claim(request_rec *r, const aura_dir_conf_t *d,
+                    aura_route_t *route)
 {
-    const char *origin, *base;
+    const char *base;
 
-    split_upstream(r->pool, d->upstream, &origin, &base);
-    aura_http_target(r, origin,
-                     apr_pstrcat(r->pool, origin, base, path_rest(r, d),
-                                 NULL),
-                     io_timeout(d));
+    split_upstream(r->pool, d->upstream, &route->origin, &base);
+    route->budget = io_timeout(d);
+    aura_http_target(r, route, apr_pstrcat(r->pool, route->origin, base,
+                                           path_rest(r, d), NULL));
     return OK;
-}
-
-/* Every header in the gateway's namespace (aura_envelope_own_header(),
- * any spelling) is dropped: a client can never claim an identity, nor
- * hand a service a second X-Request-Id (DESIGN.md section 9).  The
- * names are collected first (a table cannot be changed while walked);
- * the array only when there is one, since this runs on every response
- * and usually finds nothing. */
-typedef struct {
-    apr_pool_t *p;
-    apr_array_header_t *names;
-} owned_names_t;
-
-static int collect_owned(void *rec, const char *key, const char *val)
-{
-    owned_names_t *o = rec;
-
-    (void)val;
-    if (aura_envelope_own_header(key)) {
-        if (!o->names) {
-            o->names = apr_array_make(o->p, 4, sizeof(const char *));
-        }
-        APR_ARRAY_PUSH(o->names, const char *) = key;
-    }
-    return 1;
-}
-
-void aura_unset_owned(apr_pool_t *p, apr_table_t *t)
-{
-    owned_names_t o = { p, NULL };
-    int i;
-
-    apr_table_do(collect_owned, &o, t, NULL);
-    for (i = 0; o.names && i < o.names->nelts; i++) {
-        apr_table_unset(t, APR_ARRAY_IDX(o.names, i, const char *));
-    }
 }
 
 static void set_identity(request_rec *r, const aura_request_t *rq)
@@ -226,29 +186,17 @@ static int proxy_fixups(request_rec *r)
     return OK;
 }
 
-/* Right before mod_proxy contacts the upstream: the /v1/db router's
- * decision (it may make this a proxy request), identity, breaker, and a
- * slot of the service and plane caps (aura_bulkhead.c), given back by
- * request_status() once mod_proxy is done, or with r->pool. */
-int aura_http_fixups(request_rec *r)
+/* Right before mod_proxy contacts the upstream (aura_route_fixups, once
+ * the route is final): identity, breaker, and a slot of the service and
+ * plane caps (aura_bulkhead.c), given back by request_status() once
+ * mod_proxy is done, or with r->pool. */
+int aura_http_fixups(request_rec *r, const aura_route_t *route)
 {
     aura_breaker_hold_t *hold = NULL;
-    const aura_dir_conf_t *d;
+    const aura_dir_conf_t *d = aura_dir_conf(r);
     aura_cap_hold_t *slot = NULL;
-    const char *target;
     int rc;
 
-    if (!ap_is_initial_req(r) || !aura_request_get(r)) {
-        return DECLINED;
-    }
-    rc = aura_db_route(r);
-    if (rc != OK) {
-        return rc;
-    }
-    if (!is_ours(r)) {
-        return DECLINED;
-    }
-    d = aura_dir_conf(r);
     /* A request that waited for a worker after its client left is not
      * sent (DESIGN.md section 9), and takes no probe.  Once mod_proxy
      * has sent it, it waits on the upstream alone: see
@@ -259,9 +207,7 @@ int aura_http_fixups(request_rec *r)
     set_identity(r, aura_request_get(r));
     /* A dedicated PostgREST has a breaker of its own: one dead target
      * leaves the others alone. */
-    target = apr_table_get(r->notes, AURA_NOTE_TARGET);
-    rc = target ? aura_breaker_enter_target(r, target, &hold)
-                : aura_breaker_enter(r, d->service, &hold);
+    rc = aura_breaker_enter(r, d->service, route->target, &hold);
     if (rc != OK) {
         return rc;
     }

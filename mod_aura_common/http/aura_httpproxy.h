@@ -7,17 +7,18 @@
 
 #include "aura.h"
 #include "core/aura_config.h"
+#include "core/aura_request.h"
 
-/* aura_httpproxy.c: the HTTP path through mod_proxy. */
-#define AURA_NOTE_TARGET "aura-db-target"   /* a dedicated PostgREST */
-int aura_http_claim(request_rec *r, const aura_dir_conf_t *d);
-void aura_http_target(request_rec *r, const char *origin, const char *url,
-                      apr_interval_time_t budget);
-int aura_http_fixups(request_rec *r);
+/* aura_httpproxy.c: the HTTP path through mod_proxy, for the routes the
+ * routing stage (aura_route.c) sends there.  claim fills route (origin,
+ * budget) from the Location's upstream; target points r at url (and
+ * route at ws(s):// for an upgrade); fixups runs once the route is
+ * final. */
+int aura_http_claim(request_rec *r, const aura_dir_conf_t *d,
+                    aura_route_t *route);
+void aura_http_target(request_rec *r, aura_route_t *route, const char *url);
+int aura_http_fixups(request_rec *r, const aura_route_t *route);
 void aura_http_register(void);
 void aura_http_insert_filter(request_rec *r);
-/* Removes every header of the gateway's namespace (any spelling,
- * aura_envelope_own_header()) from t. */
-void aura_unset_owned(apr_pool_t *p, apr_table_t *t);
 
 #endif /* AURA_HTTPPROXY_H */

@@ -13,6 +13,7 @@
  * a plane and keep httpd's page: docs/envelope.md says so.
  */
 #include "core/aura_module.h"
+#include "core/aura_request.h"
 #include "http/aura_problem.h"
 
 #include "http_protocol.h"
@@ -22,7 +23,6 @@
 #include <jansson.h>
 #include <stdlib.h>
 
-#define NOTE_DETAIL "aura-problem-detail"
 #define FILTER_NAME "AURA_PROBLEM"
 
 static ap_filter_rec_t *problem_filter;
@@ -30,8 +30,14 @@ static ap_filter_rec_t *problem_filter;
 AURA_DECLARE(void) aura_problem_note(request_rec *r, const char *type,
                                      const char *detail)
 {
-    apr_table_setn(r->notes, AURA_NOTE_PROBLEM_TYPE, type);
-    apr_table_set(r->notes, NOTE_DETAIL, detail ? detail : "");
+    aura_request_private_t *p = aura_request_private(r);
+
+    /* Only a plane's requests get a problem body, or a log field. */
+    if (p) {
+        p->problem_of = r;
+        p->problem_type = type;
+        p->problem_detail = apr_pstrdup(r->pool, detail ? detail : "");
+    }
 }
 
 /* What httpd refused on its own, in the few words DESIGN.md section 8
@@ -50,8 +56,8 @@ static const char *default_type(int status)
 
 static const char *problem_json(request_rec *r)
 {
-    const char *type = apr_table_get(r->notes, AURA_NOTE_PROBLEM_TYPE);
-    const char *detail = apr_table_get(r->notes, NOTE_DETAIL);
+    const char *detail;
+    const char *type = aura_request_problem(r, &detail);
     const char *line = ap_get_status_line(r->status);
     aura_request_t *rq = aura_request_get(r);
     json_t *o = json_object();

@@ -7,10 +7,6 @@
 
 #include "aura.h"
 
-/* aura_problem.c: the problem type a refusing stage noted (also read by
- * the access log's limit, breaker and problem fields). */
-#define AURA_NOTE_PROBLEM_TYPE "aura-problem-type"
-
 /* aura_problem.c */
 void aura_problem_register(void);
 void aura_insert_problem_filter(request_rec *r);

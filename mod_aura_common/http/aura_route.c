@@ -1,21 +1,31 @@
 /* Licensed under the Apache License, Version 2.0 (see LICENSE).
  *
  * aura_route.c: what the plane modules call to take a request in: the
- * per-request state (plane, request id) and the claim of a service
- * Location.  A claimed request skips the file system entirely (like
- * mod_proxy's proxy: URLs): there is no file behind a service route, and
- * a <Directory> section must not apply to it.
+ * per-request state (plane, request id), and the routing stage.  A
+ * claimed request skips the file system entirely (like mod_proxy's
+ * proxy: URLs): there is no file behind a service route, and a
+ * <Directory> section must not apply to it.
+ *
+ * The routing stage decides where a service Location's request goes,
+ * once, and records it in the request state (aura_route_t): NATS or
+ * the Location's HTTP upstream at translate_name (aura_route_claim);
+ * for the /v1/db router (AuraDBRouter On), whose answer depends on the
+ * authenticated project, NATS is refined at fixups into a dedicated
+ * PostgREST target, or a refusal (aura_route_fixups).  The NATS
+ * handler, the HTTP path's hooks and mod_aura_proxy
+ * (aura_upstream_origin) read that decision; none decides again.
  */
 #include "core/aura_module.h"
 #include "auth/aura_keyauth.h"
 #include "core/aura_config.h"
 #include "core/aura_path.h"
 #include "core/aura_reqid.h"
+#include "core/aura_request.h"
+#include "http/aura_dbrouter.h"
 #include "http/aura_httpproxy.h"
 #include "http/aura_route.h"
 #include "nats/aura_nats.h"
 #include "shm/aura_shm.h"
-#include "core/aura_path.h"
 
 #include "http_core.h"
 #include "http_protocol.h"
@@ -42,21 +52,6 @@ AURA_DECLARE(const char *) aura_plane_name(aura_plane_e plane)
     default:
         return "none";
     }
-}
-
-AURA_DECLARE(aura_request_t *) aura_request_get(request_rec *r)
-{
-    aura_request_t *rq;
-
-    /* Internal redirects (ErrorDocument) start a new request_rec; the
-     * state, request id included, belongs to the original. */
-    for (; r; r = r->prev) {
-        rq = ap_get_module_config(r->request_config, &aura_common_module);
-        if (rq) {
-            return rq;
-        }
-    }
-    return NULL;
 }
 
 /* The path of the request target as sent.  Not r->parsed_uri.path:
@@ -90,7 +85,7 @@ AURA_DECLARE(aura_request_t *) aura_request_begin(request_rec *r,
     if (rq) {
         return rq;
     }
-    rq = apr_pcalloc(r->pool, sizeof(*rq));
+    rq = aura_request_make(r);
     rq->plane = plane;
     rq->start = r->request_time;
     rq->request_id = aura_reqid_pick(r);
@@ -98,7 +93,6 @@ AURA_DECLARE(aura_request_t *) aura_request_begin(request_rec *r,
     /* For ErrorLogFormat's %{aura-request-id}n: every error log line of
      * the request can carry it (docs/logging.md). */
     apr_table_setn(r->notes, "aura-request-id", rq->request_id);
-    ap_set_module_config(r->request_config, &aura_common_module, rq);
     rq->raw_path = raw_path(r);
     aura_take_query_key(r, rq);
     /* err_headers_out: on every response, errors included. */
@@ -145,14 +139,20 @@ apr_off_t aura_declared_length(request_rec *r)
 AURA_DECLARE(int) aura_route_claim(request_rec *r)
 {
     aura_dir_conf_t *d = aura_dir_conf(r);
+    aura_request_private_t *p = aura_request_private(r);
     apr_int64_t limit;
 
-    if (d->service == AURA_UNSET || !aura_request_get(r)) {
+    if (d->service == AURA_UNSET || !p) {
         return DECLINED;
     }
+    /* A redirect's route replaces the original's: each is its own. */
+    memset(&p->route, 0, sizeof(p->route));
+    p->route.r = r;
     if (d->upstream_kind == AURA_UPSTREAM_HTTP) {
-        return aura_http_claim(r, d);
+        p->route.kind = AURA_ROUTE_HTTP;
+        return aura_http_claim(r, d, &p->route);
     }
+    p->route.kind = AURA_ROUTE_NATS;
     r->handler = AURA_HANDLER_SERVICE;
     r->filename = apr_pstrcat(r->pool, FILENAME_PREFIX,
                               aura_service_names[d->service], NULL);
@@ -164,6 +164,54 @@ AURA_DECLARE(int) aura_route_claim(request_rec *r)
         return aura_too_large(r, limit);
     }
     return OK;
+}
+
+/* /v1/db: the project's topology may send a NATS route to a dedicated
+ * PostgREST (or refuse it).  Only a request still on its way to the
+ * NATS handler: another module may have taken it since the claim. */
+static int route_db(request_rec *r, aura_route_t *route)
+{
+    const char *target = NULL, *url = NULL;
+    int rc;
+
+    if (route->kind != AURA_ROUTE_NATS || aura_dir_conf(r)->db_router != 1
+        || r->proxyreq || !r->handler
+        || strcmp(r->handler, AURA_HANDLER_SERVICE)) {
+        return OK;
+    }
+    rc = aura_db_route(r, &target, &url);
+    if (rc != OK || !target) {
+        return rc;
+    }
+    route->kind = AURA_ROUTE_DB_TARGET;
+    route->origin = target;
+    route->target = target;
+    route->budget = aura_route_timeout(aura_dir_conf(r));
+    aura_http_target(r, route, url);
+    return OK;
+}
+
+/* fixups, first and before mod_proxy's own (which canonicalize the URL
+ * the /v1/db router may just have set): the route's last decision, then
+ * the HTTP path's checks right before mod_proxy contacts the upstream. */
+int aura_route_fixups(request_rec *r)
+{
+    aura_request_private_t *p = aura_request_private(r);
+    int rc;
+
+    if (!ap_is_initial_req(r) || !p || p->route.r != r) {
+        return DECLINED;
+    }
+    rc = route_db(r, &p->route);
+    if (rc != OK) {
+        return rc;
+    }
+    if ((p->route.kind == AURA_ROUTE_HTTP
+         || p->route.kind == AURA_ROUTE_DB_TARGET)
+        && r->proxyreq == PROXYREQ_REVERSE) {
+        return aura_http_fixups(r, &p->route);
+    }
+    return DECLINED;
 }
 
 int aura_too_large(request_rec *r, apr_int64_t limit)

@@ -8,6 +8,7 @@
 #define AURA_LIMIT_H
 
 #include "aura.h"
+#include "core/aura_clock.h"
 #include "limit/aura_gcra.h"
 
 /* A stage-1 zone (AuraRateLimitZone), as nginx's limit_req_zone: global,
@@ -63,16 +64,15 @@ const char *aura_set_redis_server(cmd_parms *cmd, void *dummy,
 const char *aura_set_redis_time(cmd_parms *cmd, void *dummy,
                                 const char *arg);
 
-/* aura_limit_ip.c: stage 1, and what both stages share. */
-apr_status_t aura_ratelimit_post_config(apr_pool_t *pconf, server_rec *s);
-apr_uint64_t aura_clock_ns(void);
-apr_uint64_t aura_ceil_div(apr_uint64_t a, apr_uint64_t b);
-/* Keyed hash (the segment's secret) of a stage tag, a name, bytes; 0
- * when tag, name and bytes exceed 512 bytes together (refused, never
- * cut: callers must not use 0 as a key). */
+/* aura_limiter_key.c: keyed hash (the segment's secret) of a stage tag,
+ * a name, bytes; 0 when tag, name and bytes exceed 512 bytes together
+ * (refused, never cut: callers must not use 0 as a key). */
 #define AURA_LIMITER_KEY_MAX 512
 apr_uint64_t aura_limiter_key(const char *tag, const char *name,
                               const unsigned char *bytes, apr_size_t n);
+
+/* aura_limit_ip.c: stage 1, and what both stages share. */
+apr_status_t aura_ratelimit_post_config(apr_pool_t *pconf, server_rec *s);
 /* Count and log (once a minute per table) a request admitted for want
  * of a slot in table n. */
 void aura_limiter_full(request_rec *r, int n);

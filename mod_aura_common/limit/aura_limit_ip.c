@@ -1,8 +1,9 @@
 /* Licensed under the Apache License, Version 2.0 (see LICENSE).
  *
  * aura_limit_ip.c: the per-address stage of rate limiting (DESIGN.md
- * section 2), and what both stages share: the clock, the keyed table,
- * the 429 answer.  The actor stage is aura_limit_actor.c.
+ * section 2), and what both stages share: the table full log, the 429
+ * answer (the clock is core/aura_clock.c, the keyed hash
+ * aura_limiter_key.c).  The actor stage is aura_limit_actor.c.
  *
  * Stage 1, per client address, runs before authentication so that a
  * flood costs one hash and one compare-and-swap per request, never a
@@ -20,42 +21,22 @@
  */
 #include "core/aura_module.h"
 #include "core/aura_config.h"
-#include "core/aura_siphash.h"
 #include "limit/aura_connlimit.h"
 #include "limit/aura_gcra.h"
 #include "limit/aura_gcra_table.h"
 #include "limit/aura_limit.h"
 #include "shm/aura_shm.h"
-#include "core/aura_siphash.h"
 
 #include "http_protocol.h"
 #include "apr_atomic.h"
 #include "apr_strings.h"
 
-#include <time.h>
-
 #define NS_PER_S  APR_UINT64_C(1000000000)
 /* "Table full" is logged at most once per this many seconds. */
 #define FULL_LOG_INTERVAL 60
-#define MAX_KEY AURA_LIMITER_KEY_MAX
 
 /* Written in post_config only. */
 static const aura_zone_t *default_zone;
-
-/* CLOCK_MONOTONIC is one clock for every process of the machine, and
- * does not jump when the wall clock is set. */
-apr_uint64_t aura_clock_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (apr_uint64_t)ts.tv_sec * NS_PER_S + (apr_uint64_t)ts.tv_nsec;
-}
-
-apr_uint64_t aura_ceil_div(apr_uint64_t a, apr_uint64_t b)
-{
-    return (a + b - 1) / b;
-}
 
 apr_status_t aura_ratelimit_post_config(apr_pool_t *pconf, server_rec *s)
 {
@@ -102,29 +83,6 @@ apr_size_t aura_address_bytes(const apr_sockaddr_t *sa, int v6_prefix,
     out[0] = 4;
     memcpy(out + 1, &sa->sa.sin.sin_addr, 4);
     return 5;
-}
-
-/* Keyed hash of a stage tag, a name and some bytes; 0 when they do not
- * fit in MAX_KEY together (nothing is written then: the name may be an
- * actor's, i.e. a client's, and cutting it would merge two actors). */
-apr_uint64_t aura_limiter_key(const char *tag, const char *name,
-                                const unsigned char *bytes, apr_size_t n)
-{
-    unsigned char buf[MAX_KEY];
-    apr_size_t t = strlen(tag) + 1, m = strlen(name) + 1;
-    apr_uint64_t key;
-
-    if (t > sizeof(buf) || m > sizeof(buf) - t
-        || n > sizeof(buf) - t - m) {
-        return 0;
-    }
-    memcpy(buf, tag, t);
-    memcpy(buf + t, name, m);
-    if (n) {
-        memcpy(buf + t + m, bytes, n);
-    }
-    key = aura_siphash24(aura_shm_hash_key(), buf, t + m + n);
-    return key ? key : 1;   /* 0 means "does not fit" only */
 }
 
 /* Per table: a flood that fills one zone's table is logged (and

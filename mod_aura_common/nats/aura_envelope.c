@@ -484,3 +484,38 @@ apr_status_t aura_envelope_decode(apr_pool_t *p, natsMsg *reply,
     }
     return APR_SUCCESS;
 }
+/* Every header in the gateway's namespace (aura_envelope_own_header(),
+ * any spelling) is dropped: a client can never claim an identity, nor
+ * hand a service a second X-Request-Id (DESIGN.md section 9).  The
+ * names are collected first (a table cannot be changed while walked);
+ * the array only when there is one, since this runs on every response
+ * and usually finds nothing. */
+typedef struct {
+    apr_pool_t *p;
+    apr_array_header_t *names;
+} owned_names_t;
+
+static int collect_owned(void *rec, const char *key, const char *val)
+{
+    owned_names_t *o = rec;
+
+    (void)val;
+    if (aura_envelope_own_header(key)) {
+        if (!o->names) {
+            o->names = apr_array_make(o->p, 4, sizeof(const char *));
+        }
+        APR_ARRAY_PUSH(o->names, const char *) = key;
+    }
+    return 1;
+}
+
+void aura_unset_owned(apr_pool_t *p, apr_table_t *t)
+{
+    owned_names_t o = { p, NULL };
+    int i;
+
+    apr_table_do(collect_owned, &o, t, NULL);
+    for (i = 0; o.names && i < o.names->nelts; i++) {
+        apr_table_unset(t, APR_ARRAY_IDX(o.names, i, const char *));
+    }
+}

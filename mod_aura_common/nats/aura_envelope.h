@@ -87,6 +87,13 @@ int aura_envelope_request_header_ok(const char *name,
 int aura_envelope_own_header(const char *name);
 
 /**
+ * Remove every header of the gateway's namespace (any spelling,
+ * aura_envelope_own_header()) from t: what a client sent on the HTTP
+ * path, what an upstream answered on responses.
+ */
+void aura_unset_owned(apr_pool_t *p, apr_table_t *t);
+
+/**
  * Whether a reply header becomes a response header: not in the
  * gateway's namespace (aura_envelope_own_header(): a service cannot add
  * a second X-Request-Id), not hop-by-hop, not Content-Length, not

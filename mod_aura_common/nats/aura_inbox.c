@@ -387,3 +387,24 @@ int aura_inbox_child_init(natsConnection *nc)
     }
     return s;
 }
+
+/* aura_nats.c's user: the inboxes live on the child's connection. */
+static void inbox_user_init(natsConnection *nc, server_rec *s)
+{
+    natsStatus st = aura_inbox_child_init(nc);
+
+    if (st != NATS_OK) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, AURA_LOGNO(00125)
+                     "cannot subscribe to the child's reply inboxes: %s "
+                     "(NATS routes will answer 503)", natsStatus_GetText(st));
+    }
+}
+
+static const aura_nats_user_t inbox_user = {
+    inbox_user_init, aura_inbox_wake_all, aura_inbox_child_exit
+};
+
+void aura_inbox_register(void)
+{
+    aura_nats_add_user(&inbox_user);
+}

@@ -16,14 +16,15 @@
  * by a cleanup on the child pool, so it closes when the child exits.
  * Callbacks run on nats.c threads: they only log; the connection state
  * is read from nats.c itself.
+ *
+ * What lives on the connection registers itself from register_hooks
+ * (aura_nats_add_user: the reply inboxes; aura_nats_on_invalidation:
+ * the key store), so the client calls nothing above it.
  */
 #include "core/aura_module.h"
 #include "auth/aura_identity.h"
-#include "auth/aura_keystore.h"
 #include "core/aura_config.h"
-#include "nats/aura_inbox.h"
 #include "nats/aura_nats.h"
-#include "auth/aura_identity.h"
 
 #include "apr_strings.h"
 #include "apr_atomic.h"
@@ -36,6 +37,11 @@ static natsConnection *child_nc;
 static natsSubscription *invalidation_sub;
 static const char *invalidation_subject;
 static server_rec *child_server;
+/* Set from register_hooks, before any child exists. */
+#define MAX_USERS 4
+static const aura_nats_user_t *users[MAX_USERS];
+static int user_count;
+static aura_nats_invalidation_fn *invalidation_fn;
 /* Set by the child pool cleanup before the connection is destroyed, so
  * the disconnect that destroying causes is not reported as an outage. */
 static volatile int child_exiting;
@@ -126,6 +132,8 @@ static void on_connected(natsConnection *nc, void *closure)
 
 static void on_disconnected(natsConnection *nc, void *closure)
 {
+    int i;
+
     (void)nc; (void)closure;
     apr_atomic_set32(&child_connected, 0);
     if (child_exiting) {
@@ -135,7 +143,11 @@ static void on_disconnected(natsConnection *nc, void *closure)
                  AURA_LOGNO(00011) "NATS connection lost (pid %"
                  APR_PID_T_FMT "), reconnecting", getpid());
     /* Requests waiting for a reply fail now, not at their budget. */
-    aura_inbox_wake_all();
+    for (i = 0; i < user_count; i++) {
+        if (users[i]->disconnected) {
+            users[i]->disconnected();
+        }
+    }
 }
 
 static void on_reconnected(natsConnection *nc, void *closure)
@@ -154,10 +166,16 @@ static void on_closed(natsConnection *nc, void *closure)
 
 static apr_status_t nats_child_cleanup(void *data)
 {
+    int i;
+
     (void)data;
     child_exiting = 1;
     apr_atomic_set32(&child_connected, 0);
-    aura_inbox_child_exit();
+    for (i = 0; i < user_count; i++) {
+        if (users[i]->child_exit) {
+            users[i]->child_exit();
+        }
+    }
     if (invalidation_sub) {
         natsSubscription_Destroy(invalidation_sub);
         invalidation_sub = NULL;
@@ -260,7 +278,9 @@ static void on_invalidation(natsConnection *nc, natsSubscription *sub,
     if (len > 0 && len < (int)sizeof(project)) {
         memcpy(project, natsMsg_GetData(msg), (size_t)len);
         project[len] = '\0';
-        aura_keystore_invalidate_project(project);
+        if (invalidation_fn) {
+            invalidation_fn(project);
+        }
         ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, child_server,
                      AURA_LOGNO(00014) "key invalidation for project %s",
                      project);
@@ -296,6 +316,7 @@ void aura_nats_child_init(apr_pool_t *pchild, server_rec *s)
     const aura_server_conf_t *c = aura_server_conf(s);
     natsOptions *opts = NULL;
     natsStatus st;
+    int i;
 
     child_server = s;
     /* Without spinning: nats.c's default spins up to 2000 times on a
@@ -328,11 +349,8 @@ void aura_nats_child_init(apr_pool_t *pchild, server_rec *s)
         child_nc = NULL;
         return;
     }
-    st = aura_inbox_child_init(child_nc);
-    if (st != NATS_OK) {
-        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, AURA_LOGNO(00125)
-                     "cannot subscribe to the child's reply inboxes: %s "
-                     "(NATS routes will answer 503)", natsStatus_GetText(st));
+    for (i = 0; i < user_count; i++) {
+        users[i]->child_init(child_nc, s);
     }
     /* Every child of every instance listens: a rotation anywhere drops
      * the project's cached keys here.  nats.c keeps the subscription
@@ -348,6 +366,18 @@ void aura_nats_child_init(apr_pool_t *pchild, server_rec *s)
                      invalidation_subject, nats_GetLastError(NULL));
         invalidation_sub = NULL;
     }
+}
+
+void aura_nats_add_user(const aura_nats_user_t *user)
+{
+    if (user_count < MAX_USERS) {
+        users[user_count++] = user;
+    }
+}
+
+void aura_nats_on_invalidation(aura_nats_invalidation_fn *fn)
+{
+    invalidation_fn = fn;
 }
 
 natsConnection *aura_nats_conn(void)

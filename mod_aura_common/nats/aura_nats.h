@@ -11,6 +11,21 @@
 struct __natsConnection;
 struct __natsMsg;
 void aura_nats_child_init(apr_pool_t *pchild, server_rec *s);
+/* What lives on the child's connection (the reply inboxes): told, in the
+ * order added, once the connection exists (connected or retrying), when
+ * it is lost (on a nats.c thread), and when the child exits.  Add from
+ * register_hooks; child_init is required, the others may be NULL. */
+typedef struct aura_nats_user_t {
+    void (*child_init)(struct __natsConnection *nc, server_rec *s);
+    void (*disconnected)(void);
+    void (*child_exit)(void);
+} aura_nats_user_t;
+void aura_nats_add_user(const aura_nats_user_t *user);
+/* Who drops a project's cached keys when a rotation anywhere is
+ * broadcast (the key store): called on a nats.c thread with the project
+ * id.  Set from register_hooks. */
+typedef void aura_nats_invalidation_fn(const char *project);
+void aura_nats_on_invalidation(aura_nats_invalidation_fn *fn);
 struct __natsConnection *aura_nats_conn(void);
 apr_int64_t aura_nats_max_payload(void);
 const char *aura_nats_state(void);

@@ -42,6 +42,7 @@
 #include "core/aura_module.h"
 #include "auth/aura_jwks.h"
 #include "core/aura_config.h"
+#include "core/aura_request.h"
 #include "http/aura_route.h"
 #include "nats/aura_envelope.h"
 #include "nats/aura_inbox.h"
@@ -394,6 +395,7 @@ static void verdict_no_reply(aura_breaker_hold_t *hold, natsStatus s,
 
 int aura_natsproxy_handler(request_rec *r)
 {
+    const aura_route_t *route;
     aura_dir_conf_t *d;
     aura_request_t *rq;
     aura_envelope_req_t in;
@@ -408,16 +410,16 @@ int aura_natsproxy_handler(request_rec *r)
     apr_int64_t limit;
     int rc;
 
-    if (!r->handler || strcmp(r->handler, AURA_HANDLER_SERVICE)
-        || !aura_request_get(r)) {
+    route = aura_request_route(r);
+    /* The routing stage's decision (aura_route.c): HTTP routes are
+     * mod_proxy's (aura_httpproxy.c). */
+    if (!r->handler || strcmp(r->handler, AURA_HANDLER_SERVICE) || !route
+        || route->kind != AURA_ROUTE_NATS) {
         return DECLINED;
     }
     d = aura_dir_conf(r);
     if (d->service == AURA_UNSET) {
         return DECLINED;
-    }
-    if (d->upstream_kind != AURA_UPSTREAM_NATS) {
-        return DECLINED;        /* mod_proxy's (aura_httpproxy.c) */
     }
     nc = aura_nats_conn();
     if (!aura_nats_connected()) {
@@ -471,7 +473,7 @@ int aura_natsproxy_handler(request_rec *r)
     }
     /* Right before the network call: an open breaker leaves the service
      * untouched. */
-    rc = aura_breaker_enter(r, d->service, &hold);
+    rc = aura_breaker_enter(r, d->service, NULL, &hold);
     if (rc != OK) {
         return rc;
     }

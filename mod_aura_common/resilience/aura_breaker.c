@@ -14,8 +14,8 @@
  * killed or crashed mid-request) is found by the next request that finds
  * half-open full: each probe records its holder (pid, deadline) beside
  * the breaker word, and a holder that is dead (kill(pid, 0): ESRCH) or
- * past the route's budget plus PROBE_MARGIN_MS loses its probe to that
- * request (aura_breaker_fsm.h).  A verdict counts only in the period of
+ * past the route's budget plus a margin (aura_breaker_who()) loses its
+ * probe to that request (aura_breaker_fsm.h).  A verdict counts only in the period of
  * the breaker it was admitted in: late answers of requests admitted
  * before the last transition are no evidence about the new period.
  * State changes are logged by the one request whose compare-and-swap
@@ -52,12 +52,7 @@
 #include <unistd.h>
 
 #define NS_PER_MS APR_UINT64_C(1000000)
-/* A probe held this long past its route's budget is stale: the verdict
- * of a request that spent its budget comes within milliseconds of it,
- * and the HTTP path's budget is an I/O timeout, not a total. */
-#define PROBE_MARGIN_MS 2000
-/* Slots a target's hash may use, from its home slot on. */
-#define PROBE_RUN 16
+#define PROBE_RUN AURA_TARGET_PROBE_RUN
 #define SWEEP_WATCHDOG "aura-target-sweep"
 
 /* Written in post_config only: the effective settings per service, and
@@ -204,29 +199,6 @@ static apr_status_t hold_cleanup(void *data)
     return APR_SUCCESS;
 }
 
-/* aura_breaker_alive_fn: only "no such process" is dead.  EPERM (a pid
- * reused by another user's process) is alive: the holder's deadline
- * then decides.  A child killed but not yet reaped by the parent
- * (httpd's main loop waits for its children every second) is a zombie
- * and still "alive" until then. */
-static int process_alive(apr_uint32_t pid, void *baton)
-{
-    (void)baton;
-    return kill((pid_t)pid, 0) == 0 || errno != ESRCH;
-}
-
-/* This process, whose probes may be held for budget and a margin. */
-void aura_breaker_who(aura_breaker_who_t *who, apr_interval_time_t budget)
-{
-    apr_int64_t ms = apr_time_as_msec(budget) + PROBE_MARGIN_MS;
-
-    who->pid = (apr_uint32_t)getpid();
-    who->hold_ms = ms > 0x7fffffff ? 0x7fffffffU
-                 : ms < PROBE_MARGIN_MS ? PROBE_MARGIN_MS : (apr_uint32_t)ms;
-    who->alive = process_alive;
-    who->baton = NULL;
-}
-
 static void log_took_over(aura_breaker_hold_t *h, apr_uint32_t now)
 {
     aura_count(AURA_CTR_BREAKER_PROBE_RECOVERED);
@@ -279,7 +251,8 @@ static int enter(request_rec *r, volatile apr_uint64_t *word,
     return OK;
 }
 
-int aura_breaker_enter(request_rec *r, int service, aura_breaker_hold_t **out)
+static int enter_service(request_rec *r, int service,
+                         aura_breaker_hold_t **out)
 {
     volatile apr_uint64_t *word;
 
@@ -352,36 +325,8 @@ static aura_target_slot_t *target_slot(request_rec *r, const char *target)
     return NULL;
 }
 
-/* Walk the whole table: every key within PROBE_RUN of the slot its hash
- * picks (target_slot() never puts one further), every name terminated,
- * a power of two of slots.  Atomic loads, no lock: a snapshot. */
-const char *aura_breaker_validate_targets(aura_target_slot_t *t,
-                                          apr_uint64_t n, apr_pool_t *p)
-{
-    apr_uint64_t i;
-
-    if (!n || (n & (n - 1))) {
-        return apr_psprintf(p, "the target table has %" APR_UINT64_T_FMT
-                            " slots", n);
-    }
-    for (i = 0; i < n; i++) {
-        apr_uint64_t key = apr_atomic_read64(&t[i].key);
-
-        if (key && ((i - (key & (n - 1))) & (n - 1)) >= PROBE_RUN) {
-            return apr_psprintf(p, "target slot %" APR_UINT64_T_FMT " holds "
-                                "a key %" APR_UINT64_T_FMT " slots from its "
-                                "home", i, (i - (key & (n - 1))) & (n - 1));
-        }
-        if (!memchr(t[i].name, '\0', sizeof(t[i].name))) {
-            return apr_psprintf(p, "target slot %" APR_UINT64_T_FMT ": its "
-                                "name is not terminated", i);
-        }
-    }
-    return NULL;
-}
-
-int aura_breaker_enter_target(request_rec *r, const char *target,
-                              aura_breaker_hold_t **out)
+static int enter_target(request_rec *r, const char *target,
+                        aura_breaker_hold_t **out)
 {
     aura_target_slot_t *e = target_slot(r, target);
 
@@ -391,6 +336,14 @@ int aura_breaker_enter_target(request_rec *r, const char *target,
     }
     return enter(r, &e->word, e->holders, &confs[AURA_SVC_COUNT],
                  apr_pstrcat(r->pool, "target ", target, NULL), out);
+}
+
+/* The one entry point, for the NATS and the HTTP path alike. */
+int aura_breaker_enter(request_rec *r, int service, const char *target,
+                       aura_breaker_hold_t **out)
+{
+    return target ? enter_target(r, target, out)
+                  : enter_service(r, service, out);
 }
 
 /* mod_watchdog, one child at a time: entries idle for a whole interval

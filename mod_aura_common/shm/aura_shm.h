@@ -108,6 +108,8 @@ volatile apr_uint64_t *aura_shm_flag(aura_flag_e f);
 
 /* The breakers of dedicated PostgREST targets (aura_breaker.c). */
 #define AURA_DEFAULT_TARGET_ENTRIES 1024
+/* Slots a target's hash may use, from its home slot on. */
+#define AURA_TARGET_PROBE_RUN 16
 typedef struct {
     volatile apr_uint64_t key;   /* keyed hash of the target; 0: free */
     volatile apr_uint64_t word;  /* its breaker (aura_breaker_fsm.h) */
@@ -122,7 +124,8 @@ aura_target_slot_t *aura_shm_targets(apr_uint64_t *n);
 aura_conn_slot_t *aura_shm_conns(apr_uint64_t *sets);
 aura_conn_journal_t *aura_shm_journal(apr_uint64_t i, apr_uint32_t *records,
                                       apr_uint64_t *n);
-/* Walk the target table (n slots): NULL, or what is wrong. */
+/* Walk the target table (n slots): NULL, or what is wrong
+ * (aura_breaker_base.c). */
 const char *aura_breaker_validate_targets(aura_target_slot_t *t,
                                           apr_uint64_t n, apr_pool_t *p);
 

@@ -40,6 +40,7 @@
  */
 #include "core/aura_module.h"
 #include "core/aura_config.h"
+#include "core/aura_request.h"
 #include "limit/aura_limit.h"
 #include "resilience/aura_breaker.h"
 #include "resilience/aura_breaker_fsm.h"
@@ -68,7 +69,6 @@
 #define STORE_THRESHOLD    3
 #define STORE_COOLDOWN_MS  5000
 #define STORE_PROBES       1
-#define RETRY_NOTE "aura-store-retry-after"
 
 /* The services' breakers (slots 1 + aura_service_e) stay clear of the
  * store's: a negative array size stops the build otherwise. */
@@ -739,11 +739,15 @@ apr_status_t aura_db_query(request_rec *r, aura_db_stmt_e id,
                           "probe now", g.lost_pid);
         }
         if (g.ticket == AURA_BRK_DENY) {
-            apr_table_setn(r->notes, RETRY_NOTE,
-                           apr_psprintf(r->pool, "%u",
-                                        g.retry_after_ms
-                                        ? (g.retry_after_ms + 999) / 1000
-                                        : 1));
+            aura_request_private_t *p = aura_request_private(r);
+
+            if (p) {
+                p->store_retry_after = apr_psprintf(r->pool, "%u",
+                                                    g.retry_after_ms
+                                                    ? (g.retry_after_ms
+                                                       + 999) / 1000
+                                                    : 1);
+            }
             return APR_EAGAIN;
         }
     }
@@ -767,7 +771,7 @@ apr_status_t aura_db_query(request_rec *r, aura_db_stmt_e id,
 
 const char *aura_db_retry_after(request_rec *r)
 {
-    const char *s = apr_table_get(r->notes, RETRY_NOTE);
+    aura_request_private_t *p = aura_request_private(r);
 
-    return s ? s : "1";
+    return p && p->store_retry_after ? p->store_retry_after : "1";
 }

@@ -1,0 +1,26 @@
+/* Licensed under the Apache License, Version 2.0 (see LICENSE).
+ *
+ * aura_clock.c: the monotonic clock every table of the shared segment
+ * counts in (limiters, breakers, the connection table), and the rounding
+ * their answers need.  Pure: it calls nothing of mod_aura_common.
+ */
+#include "core/aura_clock.h"
+
+#include <time.h>
+
+#define NS_PER_S  APR_UINT64_C(1000000000)
+
+/* CLOCK_MONOTONIC is one clock for every process of the machine, and
+ * does not jump when the wall clock is set. */
+apr_uint64_t aura_clock_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (apr_uint64_t)ts.tv_sec * NS_PER_S + (apr_uint64_t)ts.tv_nsec;
+}
+
+apr_uint64_t aura_ceil_div(apr_uint64_t a, apr_uint64_t b)
+{
+    return (a + b - 1) / b;
+}

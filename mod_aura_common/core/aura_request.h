@@ -1,0 +1,62 @@
+/* Licensed under the Apache License, Version 2.0 (see LICENSE).
+ *
+ * aura_request.h: the request state (aura_request.c).  aura_request_t
+ * (aura.h) is what the plane modules see; the part only mod_aura_common
+ * reads hangs off it here, so that no stage hands another a string in
+ * r->notes: the route's decision, the problem a stage refused with, the
+ * store's Retry-After.
+ */
+#ifndef AURA_REQUEST_H
+#define AURA_REQUEST_H
+
+#include "aura.h"
+
+/** Where the routing stage sent a request (aura_route.c decides, once). */
+typedef enum {
+    AURA_ROUTE_NONE = 0,    /**< not a service Location */
+    AURA_ROUTE_NATS,        /**< the NATS handler (aura_natsproxy.c) */
+    AURA_ROUTE_DB_PENDING,  /**< /v1/db: NATS unless the project's topology,
+                                 known once authenticated, says otherwise */
+    AURA_ROUTE_HTTP,        /**< mod_proxy, to the Location's upstream */
+    AURA_ROUTE_DB_TARGET    /**< mod_proxy, to a dedicated PostgREST */
+} aura_route_e;
+
+/** The routing stage's decision. */
+typedef struct aura_route_t {
+    aura_route_e kind;
+    /** The request it was made for: an internal redirect (which shares
+     *  the state) is routed on its own. */
+    const request_rec *r;
+    /** HTTP and DB_TARGET: the upstream's origin (scheme://host[:port],
+     *  ws(s):// for an upgrade), the pooled worker's name. */
+    const char *origin;
+    /** HTTP and DB_TARGET: the upstream I/O timeout (the worker's). */
+    apr_interval_time_t budget;
+    /** DB_TARGET: the target, whose own breaker guards it. */
+    const char *target;
+} aura_route_t;
+
+/** What mod_aura_common keeps of a request besides aura_request_t. */
+typedef struct aura_request_private_t {
+    aura_route_t route;
+    /** The problem a stage refused with (aura_problem_note()), and the
+     *  request_rec it was noted on: an ErrorDocument's redirect starts
+     *  without one, as its notes did. */
+    const request_rec *problem_of;
+    const char *problem_type;
+    const char *problem_detail;
+    /** Seconds until the store's breaker admits a probe (aura_db.c). */
+    const char *store_retry_after;
+} aura_request_private_t;
+
+/** A new state for r, set in its request_config; never NULL. */
+aura_request_t *aura_request_make(request_rec *r);
+/** The private part of r's state; NULL when no plane took r in. */
+aura_request_private_t *aura_request_private(request_rec *r);
+/** r's route, NULL unless the routing stage decided one for this very
+ *  request_rec. */
+const aura_route_t *aura_request_route(request_rec *r);
+/** The problem noted on this very request_rec: type NULL when none. */
+const char *aura_request_problem(request_rec *r, const char **detail);
+
+#endif /* AURA_REQUEST_H */
