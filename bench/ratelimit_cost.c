@@ -52,7 +52,7 @@
 #include <unistd.h>
 
 #define NS_PER_S  1000000000ULL
-#define MAX_KEY   512            /* as aura_limit_ip.c */
+#define MAX_KEY   512            /* as aura_limiter_key.c */
 #define N_ADDRS   1000
 #define N_ACTORS  100
 #define NOIPA     __attribute__((noipa))
@@ -100,7 +100,7 @@ static apr_uint64_t wall_ns(void)
     return (apr_uint64_t)ts.tv_sec * NS_PER_S + (apr_uint64_t)ts.tv_nsec;
 }
 
-/* aura_clock_ns() of aura_limit_ip.c. */
+/* aura_clock_ns() of core/aura_clock.c. */
 static NOIPA apr_uint64_t clock_ns(void)
 {
     struct timespec ts;
@@ -109,7 +109,7 @@ static NOIPA apr_uint64_t clock_ns(void)
     return (apr_uint64_t)ts.tv_sec * NS_PER_S + (apr_uint64_t)ts.tv_nsec;
 }
 
-/* aura_limiter_key() of aura_limit_ip.c, with the segment's key. */
+/* aura_limiter_key() of limit/aura_limiter_key.c, with the segment's key. */
 static NOIPA apr_uint64_t limiter_key(const char *tag, const char *name,
                                       const unsigned char *bytes,
                                       apr_size_t n)
