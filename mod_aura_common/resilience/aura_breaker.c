@@ -47,10 +47,6 @@
 
 #include <jansson.h>
 
-#include <errno.h>
-#include <signal.h>
-#include <unistd.h>
-
 #define NS_PER_MS APR_UINT64_C(1000000)
 #define PROBE_RUN AURA_TARGET_PROBE_RUN
 #define SWEEP_WATCHDOG "aura-target-sweep"
