@@ -85,7 +85,8 @@ static void on_hello(natsConnection *nc, natsSubscription *sub,
                      natsMsg *req, void *closure)
 {
     const char *actor = header(req, "Aura-Actor");
-    char body[1024];
+    const char *role = header(req, "Aura-Role");
+    char body[16384];    /* Aura-Path is at most a request line (8 KiB) */
     natsMsg *rep = NULL;
     natsStatus s;
 
@@ -97,16 +98,18 @@ static void on_hello(natsConnection *nc, natsSubscription *sub,
     snprintf(body, sizeof(body),
              "hello %s: %s %s, project %s, role %s, %d body bytes\n",
              *actor ? actor : "anonymous", header(req, "Aura-Method"),
-             header(req, "Aura-Path"), header(req, "Aura-Project"),
-             header(req, "Aura-Role"), natsMsg_GetDataLength(req));
+             header(req, "Aura-Path"), header(req, "Aura-Project"), role,
+             natsMsg_GetDataLength(req));
     /* Aura-Request-Id is the X-Request-Id the client gets back: logging it
      * ties this line to the gateway's access and error logs. */
     fprintf(stderr, "%s: hello %s\n", header(req, "Aura-Request-Id"),
             header(req, "Aura-Path"));
 
     s = new_reply(&rep, req, NULL, "200", body);
-    if (s == NATS_OK) {
-        s = natsMsgHeader_Set(rep, "X-Hello-Role", header(req, "Aura-Role"));
+    /* Never a header with an empty value: nats.c 3.4.1 misreads it and
+     * loses the header after it. */
+    if (s == NATS_OK && *role) {
+        s = natsMsgHeader_Set(rep, "X-Hello-Role", role);
     }
     if (s == NATS_OK) {
         s = natsConnection_PublishMsg(nc, rep);
@@ -118,9 +121,9 @@ static void on_hello(natsConnection *nc, natsSubscription *sub,
     natsMsg_Destroy(req);
 }
 
-/* Sends stream message n with its own acknowledgement subject
- * "<acks>.<n>", first waiting while the window is full.  NATS_ERR when the
- * gateway cancelled the stream or went silent. */
+/* Publishes one stream message, first waiting while the window is full.
+ * NATS_ERR when the gateway cancelled the stream; NATS_TIMEOUT when it
+ * went silent. */
 static natsStatus stream_send(natsConnection *nc, natsSubscription *acks,
                               natsMsg *msg, int *unacked)
 {
@@ -171,11 +174,11 @@ static void on_stream(natsConnection *nc, natsSubscription *sub,
      * default); subscribed before the first message can be answered. */
     s = natsInbox_Create(&inbox);
     if (s == NATS_OK) {
-        snprintf(subject, sizeof(subject), "%s.*", (const char *)inbox);
+        snprintf(subject, sizeof(subject), "%s.*", inbox);
         s = natsConnection_SubscribeSync(&acks, nc, subject);
     }
     for (n = 0; s == NATS_OK && n <= STREAM_LINES; n++) {
-        snprintf(ack_to, sizeof(ack_to), "%s.%d", (const char *)inbox, n);
+        snprintf(ack_to, sizeof(ack_to), "%s.%d", inbox, n);
         if (n == 0) {
             s = new_reply(&msg, req, ack_to, "200", "");
             if (s == NATS_OK) {
