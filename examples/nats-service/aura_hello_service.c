@@ -206,7 +206,8 @@ static void on_stream(natsConnection *nc, natsSubscription *sub,
     }
     if (s != NATS_OK) {
         fprintf(stderr, "%s: stream stopped: %s\n",
-                header(req, "Aura-Request-Id"), natsStatus_GetText(s));
+                header(req, "Aura-Request-Id"),
+                s == NATS_ERR ? "cancelled" : natsStatus_GetText(s));
     }
     natsSubscription_Destroy(acks);
     natsInbox_Destroy(inbox);

@@ -4,8 +4,8 @@
 # started here against the suite's NATS server, behind /v1/test/hello/
 # (t/conf/aura-test-routes.inc), it answers through the gateway with its
 # status, headers and a body built from the identity headers; its
-# streamed reply arrives in pieces, chunked, line by line; SIGTERM drains
-# it and it exits 0.  What a service author copies is what this tests.
+# streamed reply arrives in pieces, chunked, line by line, and stops when
+# the gateway cancels it; SIGTERM drains it and it exits 0.  What a service author copies is what this tests.
 use strict;
 use warnings FATAL => 'all';
 
@@ -14,13 +14,13 @@ use lib "$FindBin::Bin/../lib";
 
 use Test::More import => ['!plan'];
 use Apache::Test qw(-withtestmore);
-use Apache::TestRequest qw(GET POST);
+use Apache::TestRequest qw(GET HEAD POST);
 use POSIX ();
 use Time::HiRes qw(time);
 use Aura::Test qw(ANON_KEY default_key t_dir wait_until pid_alive);
 use Aura::Stream ();
 
-plan tests => 8 + 3 + 7 + 2;
+plan tests => 8 + 3 + 7 + 2 + 2;
 
 default_key();
 Apache::TestRequest::module('aura_data');
@@ -96,6 +96,14 @@ is($body, join('', map { "line $_ of 10\n" } 1 .. 10),
 ok(@at >= 5 && $at[-1] - $at[0] >= 0.5,
    'stream: the lines came one by one (' . scalar(@at) . ' pieces over '
    . sprintf('%.2f', @at ? $at[-1] - $at[0] : 0) . ' s)');
+
+# HEAD gets the status and headers; the gateway cancels the stream, and
+# the service, told so with its next acknowledgement wait, stops.
+$id = 'hello-head-' . time;
+$res = HEAD('/v1/test/hello/stream', 'X-Request-Id' => $id);
+is($res->code, 200, 'stream, HEAD: the begin message\'s status');
+ok(wait_until(5, sub { slurp($log) =~ /^\Q$id\E: stream stopped: cancelled$/m }),
+   'stream, HEAD: the service saw the cancel and stopped');
 
 # --- 3. SIGTERM drains and stops it -----------------------------------------
 
