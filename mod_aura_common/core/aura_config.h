@@ -141,8 +141,6 @@ typedef struct {
     apr_interval_time_t target_sweep;      /* AuraTargetSweepInterval */
     int target_entries;                    /* AuraTargetBreakerEntries */
     const char *metrics_token;             /* AuraMetricsTokenFile's */
-    int jwt_aud_any;                       /* AuraJWTAudienceMatch any: 1,
-                                              all: 0, AURA_UNSET */
     int plane_max_in_flight;               /* AuraPlaneMaxInFlight
                                               (aura_cap.h), AURA_UNSET */
     /* Connections per address (aura_connlimit.c), read from the
