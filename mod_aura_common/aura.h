@@ -30,8 +30,8 @@
  *                    aura_key_identity_t, aura_key_lookup and
  *                    aura_db_retry_after are the mechanism it uses;
  *                    aura_limit_actor takes the caller's quota id;
- *                    aura_token_policy_t.audience_any (the data plane's
- *                    AuraJWTAudienceMatch).
+ *                    aura_token_policy_t.audience, .audience_any (the
+ *                    data plane's AuraJWTAudience, AuraJWTAudienceMatch).
  */
 #ifndef AURA_H
 #define AURA_H
@@ -280,18 +280,21 @@ AURA_DECLARE(apr_status_t) aura_key_lookup(request_rec *r, const char *key,
 AURA_DECLARE(const char *) aura_db_retry_after(request_rec *r);
 
 /** What a plane asks of a bearer token on top of the VirtualHost's
- *  AuraJWT* keys and settings. */
+ *  AuraJWT* keys and settings (algorithms, leeway, issuer, length). */
 typedef struct aura_token_policy_t {
     /** Non-NULL: aud must be exactly this (or an array whose only member
-     *  it is), whatever AuraJWTAudience and AuraJWTAudienceMatch say. */
+     *  it is), whatever audience and audience_any say. */
     const char *audience_exact;
     /** Non-NULL: the token must carry this claim, equal to the project
      *  already in the request state (the API key's). */
     const char *project_claim;
-    /** With audience_exact NULL and AuraJWTAudience set: 1, an aud array
-     *  that contains it among others is accepted; 0, every member must
-     *  be it (OpenID Connect). */
+    /** With audience_exact NULL, audience set: 1, an aud array that
+     *  contains it among others is accepted; 0, every member must be it
+     *  (OpenID Connect). */
     int audience_any;
+    /** With audience_exact NULL: non-NULL, aud must be this string (an
+     *  array: as audience_any says); NULL, aud is not checked. */
+    const char *audience;
 } aura_token_policy_t;
 
 /**

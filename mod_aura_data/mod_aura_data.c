@@ -6,9 +6,9 @@
  * (aura.h); this module owns the data plane's policy around it.
  *
  * What is the data plane's here: the API key door (data_apikey.c), the
- * bearer token policy (the project claim, AuraTokenProjectClaim; how an
- * aud array is read, AuraJWTAudienceMatch), CORS for every origin, the
- * actor quota's id (an actor within its project).
+ * bearer token policy (the project claim, AuraTokenProjectClaim; the
+ * audience, AuraJWTAudience and AuraJWTAudienceMatch), CORS for every
+ * origin, the actor quota's id (an actor within its project).
  *
  * Hook order (verified with mod_info's ?hooks view by the test-suite):
  *   post_read_request  request state and id, first thing, so every
@@ -50,6 +50,7 @@ typedef struct {
 } data_dir_conf_t;
 
 typedef struct {
+    const char *audience;        /* AuraJWTAudience; NULL: not checked */
     int audience_any;            /* AuraJWTAudienceMatch any: 1, all: 0,
                                     unset: -1 (all) */
 } data_server_conf_t;
@@ -79,6 +80,7 @@ static void *data_create_server_conf(apr_pool_t *p, server_rec *s)
     data_server_conf_t *c = apr_palloc(p, sizeof(*c));
 
     (void)s;
+    c->audience = NULL;
     c->audience_any = -1;
     return c;
 }
@@ -90,6 +92,7 @@ static void *data_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     const data_server_conf_t *base = basev, *add = addv;
     data_server_conf_t *c = apr_palloc(p, sizeof(*c));
 
+    c->audience = add->audience ? add->audience : base->audience;
     c->audience_any = add->audience_any != -1 ? add->audience_any
                                               : base->audience_any;
     return c;
@@ -117,6 +120,17 @@ static const char *set_project_claim(cmd_parms *cmd, void *dirv,
     return NULL;
 }
 
+static const char *set_audience(cmd_parms *cmd, void *dummy,
+                                const char *arg)
+{
+    data_server_conf_t *c =
+        ap_get_module_config(cmd->server->module_config, &aura_data_module);
+
+    (void)dummy;
+    c->audience = arg;
+    return NULL;
+}
+
 static const char *set_audience_match(cmd_parms *cmd, void *dummy,
                                       const char *arg)
 {
@@ -138,6 +152,8 @@ static const char *set_audience_match(cmd_parms *cmd, void *dummy,
 }
 
 static const command_rec data_cmds[] = {
+    AP_INIT_TAKE1("AuraJWTAudience", set_audience, NULL,
+                  RSRC_CONF, "The aud a bearer token must carry"),
     AP_INIT_TAKE1("AuraJWTAudienceMatch", set_audience_match, NULL,
                   RSRC_CONF,
                   "Whether every audience of a token's aud array must be "
@@ -150,8 +166,9 @@ static const command_rec data_cmds[] = {
 };
 
 /* A user token belongs to the API key's project: a token of project A's
- * user sent with project B's key is refused (DESIGN.md section 9).  An
- * aud array is read as AuraJWTAudienceMatch says. */
+ * user sent with project B's key is refused (DESIGN.md section 9).  The
+ * audience is the operator's (AuraJWTAudience, AuraJWTAudienceMatch);
+ * the console tokens of the management plane never come here. */
 static const aura_token_policy_t *data_token_policy(request_rec *r)
 {
     const data_dir_conf_t *d =
@@ -163,6 +180,7 @@ static const aura_token_policy_t *data_token_policy(request_rec *r)
                                          : DATA_DEFAULT_PROJECT_CLAIM;
 
     pol->project_claim = strcmp(claim, "off") ? claim : NULL;
+    pol->audience = c->audience;
     pol->audience_any = c->audience_any == 1;
     return pol;
 }

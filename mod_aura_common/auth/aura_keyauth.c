@@ -136,7 +136,7 @@ static apr_status_t lookup_role(request_rec *r, aura_scope_e scope,
 }
 
 static const aura_token_policy_t console_tokens = {
-    AURA_CONSOLE_AUDIENCE, NULL, 0
+    AURA_CONSOLE_AUDIENCE, NULL, 0, NULL
 };
 
 AURA_DECLARE(int) aura_auth_console(request_rec *r)

@@ -76,7 +76,6 @@ void *aura_create_server_conf(apr_pool_t *p, server_rec *s)
     c->jwt_algs = 0;
     c->jwt_leeway = AURA_UNSET;
     c->jwt_issuer = NULL;
-    c->jwt_audience = NULL;
     c->jwt_max_len = AURA_UNSET;
     c->jwks_refresh = AURA_UNSET;
     c->jwt = NULL;
@@ -139,7 +138,6 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     c->jwt_algs = add->jwt_algs ? add->jwt_algs : base->jwt_algs;
     c->jwt_leeway = merge_time(base->jwt_leeway, add->jwt_leeway);
     c->jwt_issuer = merge_ptr(base->jwt_issuer, add->jwt_issuer);
-    c->jwt_audience = merge_ptr(base->jwt_audience, add->jwt_audience);
     c->jwt_max_len = merge_int(base->jwt_max_len, add->jwt_max_len);
     c->jwks_refresh = merge_time(base->jwks_refresh, add->jwks_refresh);
     c->jwt = NULL;
@@ -1066,9 +1064,6 @@ const command_rec aura_cmds[] = {
     AP_INIT_TAKE1("AuraJWTIssuer", set_server_string,
                   (void *)APR_OFFSETOF(aura_server_conf_t, jwt_issuer),
                   RSRC_CONF, "The iss a bearer token must carry"),
-    AP_INIT_TAKE1("AuraJWTAudience", set_server_string,
-                  (void *)APR_OFFSETOF(aura_server_conf_t, jwt_audience),
-                  RSRC_CONF, "The aud a bearer token must carry"),
     AP_INIT_TAKE1("AuraJWTMaxLength", set_jwt_max_len, NULL, RSRC_CONF,
                   "Longest bearer token accepted, in bytes"),
     AP_INIT_TAKE1("AuraJWKSRefreshInterval", set_server_time,

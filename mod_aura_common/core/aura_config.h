@@ -114,7 +114,6 @@ typedef struct {
     unsigned int jwt_algs;                 /* 0 = unset */
     apr_interval_time_t jwt_leeway;
     const char *jwt_issuer;
-    const char *jwt_audience;
     int jwt_max_len;
     apr_interval_time_t jwks_refresh;
     struct aura_jwt_state_t *jwt;          /* built in post_config */
