@@ -26,6 +26,12 @@
  *                    aura_token_policy_t (the console audience, the
  *                    project claim): mod_aura_common no longer decides
  *                    them by plane.
+ *                    aura_auth_apikey leaves (mod_aura_data's door):
+ *                    aura_key_identity_t, aura_key_lookup and
+ *                    aura_db_retry_after are the mechanism it uses;
+ *                    aura_limit_actor takes the caller's quota id;
+ *                    aura_token_policy_t.audience, .audience_any (the
+ *                    data plane's AuraJWTAudience, AuraJWTAudienceMatch).
  */
 #ifndef AURA_H
 #define AURA_H
@@ -240,28 +246,55 @@ AURA_DECLARE(int) aura_route_public(request_rec *r);
  */
 AURA_DECLARE(int) aura_route_streaming(request_rec *r);
 
+/** What the key store says about an API key (aura_key_lookup). */
+typedef struct aura_key_identity_t {
+    const char *project;
+    const char *org;
+    const char *plan;
+    const char *key_role;   /**< anon | service_role */
+    const char *actor;      /**< key:<hash prefix>, never the key; set
+                                 whatever the answer, for the logs */
+} aura_key_identity_t;
+
 /**
- * Authenticate the request's API key (apikey or X-API-Key header; the
- * apikey query parameter only when allow_query and never for a
- * service_role key).  On success the key's project, org, plan and role
- * are set in the request state, and the key headers are removed from
- * r->headers_in so nothing forwards them.
+ * Look an API key up in the key store (Postgres), through this child's
+ * cache (AuraKeyCacheTTL, AuraKeyCacheStaleMax).  The key must be
+ * well-formed (aura_apikey.h): junk is refused by the caller unlooked.
  * @param r the request
- * @param allow_query whether a key from the query string is acceptable
- * @return OK; 401 (missing-key, invalid-key, key-not-allowed-in-query)
- *         or 503 (store-unavailable) with the problem noted.
+ * @param key the key
+ * @param id set to the key's identity; id->actor in every case
+ * @return APR_SUCCESS; APR_NOTFOUND for an unknown or revoked key;
+ *         APR_EINVAL when its row cannot be an identity (logged);
+ *         another error when the store cannot say (then answer 503 with
+ *         aura_db_retry_after()).
  */
-AURA_DECLARE(int) aura_auth_apikey(request_rec *r, int allow_query);
+AURA_DECLARE(apr_status_t) aura_key_lookup(request_rec *r, const char *key,
+                                           aura_key_identity_t *id);
+
+/**
+ * The Retry-After, in seconds, for a 503 store-unavailable after a
+ * Postgres lookup of this request (aura_key_lookup) failed: the store
+ * breaker's cooldown left.
+ * @return a string of digits, "1" when there is none
+ */
+AURA_DECLARE(const char *) aura_db_retry_after(request_rec *r);
 
 /** What a plane asks of a bearer token on top of the VirtualHost's
- *  AuraJWT* keys and settings. */
+ *  AuraJWT* keys and settings (algorithms, leeway, issuer, length). */
 typedef struct aura_token_policy_t {
     /** Non-NULL: aud must be exactly this (or an array whose only member
-     *  it is), whatever AuraJWTAudience and AuraJWTAudienceMatch say. */
+     *  it is), whatever audience and audience_any say. */
     const char *audience_exact;
     /** Non-NULL: the token must carry this claim, equal to the project
      *  already in the request state (the API key's). */
     const char *project_claim;
+    /** With audience_exact NULL, audience set: 1, an aud array that
+     *  contains it among others is accepted; 0, every member must be it
+     *  (OpenID Connect). */
+    int audience_any;
+    /** With audience_exact NULL: non-NULL, aud must be this string (an
+     *  array: as audience_any says); NULL, aud is not checked. */
+    const char *audience;
 } aura_token_policy_t;
 
 /**
@@ -310,11 +343,14 @@ AURA_DECLARE(int) aura_limit_ip(request_rec *r);
 /**
  * Stage 2: the authenticated actor's quota (AuraActorQuota, or the
  * project plan's AuraPlanQuota), shared through Redis, else this
- * instance's share.  Call right after authentication succeeded; a
- * request without an actor (public routes) passes.
+ * instance's share.  Call right after authentication succeeded.
+ * @param r the request
+ * @param id the quota's id, built by the plane from the verified
+ *        identity (two actors must never share one); NULL: no actor
+ *        (public routes), the request passes
  * @return OK (RateLimit headers set), or 429 (actor-quota).
  */
-AURA_DECLARE(int) aura_limit_actor(request_rec *r);
+AURA_DECLARE(int) aura_limit_actor(request_rec *r, const char *id);
 
 /**
  * Notes a request for an HTTP upstream carries to mod_aura_proxy (set at

@@ -28,6 +28,7 @@
 #include "http_core.h"
 #include "http_log.h"
 #include "mod_auth.h"
+#include "apr_strings.h"
 
 #include "aura.h"
 
@@ -70,6 +71,15 @@ static int mgmt_quick_handler(request_rec *r, int lookup_uri)
     return aura_cors_preflight(r);
 }
 
+/* The actor quota's id: the console user, whatever the org. */
+static const char *mgmt_quota_id(request_rec *r)
+{
+    const aura_request_t *rq = aura_request_get(r);
+
+    return rq && rq->actor ? apr_pstrcat(r->pool, "m:", rq->actor, NULL)
+                           : NULL;
+}
+
 static int mgmt_check_access(request_rec *r)
 {
     int rc;
@@ -84,7 +94,7 @@ static int mgmt_check_access(request_rec *r)
     }
     rc = aura_auth_console(r);
     if (rc == OK) {
-        rc = aura_limit_actor(r);
+        rc = aura_limit_actor(r, mgmt_quota_id(r));
     }
     return rc == OK ? DECLINED : rc;
 }

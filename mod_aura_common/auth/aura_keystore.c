@@ -254,8 +254,8 @@ static int stale_get(request_rec *r, const apr_uint64_t tag[2],
     return 1;
 }
 
-apr_status_t aura_keystore_lookup(request_rec *r, const char *key,
-                                  aura_key_identity_t *id)
+AURA_DECLARE(apr_status_t) aura_key_lookup(request_rec *r, const char *key,
+                                           aura_key_identity_t *id)
 {
     key_slot_t e;
     apr_uint64_t tag[2];

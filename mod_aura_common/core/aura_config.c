@@ -76,7 +76,6 @@ void *aura_create_server_conf(apr_pool_t *p, server_rec *s)
     c->jwt_algs = 0;
     c->jwt_leeway = AURA_UNSET;
     c->jwt_issuer = NULL;
-    c->jwt_audience = NULL;
     c->jwt_max_len = AURA_UNSET;
     c->jwks_refresh = AURA_UNSET;
     c->jwt = NULL;
@@ -99,7 +98,6 @@ void *aura_create_server_conf(apr_pool_t *p, server_rec *s)
     c->target_sweep = AURA_UNSET;
     c->target_entries = AURA_UNSET;
     c->metrics_token = NULL;
-    c->jwt_aud_any = AURA_UNSET;
     c->plane_max_in_flight = AURA_UNSET;
     c->max_conns = AURA_UNSET;
     c->max_reading = AURA_UNSET;
@@ -140,7 +138,6 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     c->jwt_algs = add->jwt_algs ? add->jwt_algs : base->jwt_algs;
     c->jwt_leeway = merge_time(base->jwt_leeway, add->jwt_leeway);
     c->jwt_issuer = merge_ptr(base->jwt_issuer, add->jwt_issuer);
-    c->jwt_audience = merge_ptr(base->jwt_audience, add->jwt_audience);
     c->jwt_max_len = merge_int(base->jwt_max_len, add->jwt_max_len);
     c->jwks_refresh = merge_time(base->jwks_refresh, add->jwks_refresh);
     c->jwt = NULL;
@@ -175,7 +172,6 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     c->target_sweep = merge_time(base->target_sweep, add->target_sweep);
     c->target_entries = merge_int(base->target_entries, add->target_entries);
     c->metrics_token = merge_ptr(base->metrics_token, add->metrics_token);
-    c->jwt_aud_any = merge_int(base->jwt_aud_any, add->jwt_aud_any);
     c->plane_max_in_flight = merge_int(base->plane_max_in_flight,
                                        add->plane_max_in_flight);
     c->max_conns = merge_int(base->max_conns, add->max_conns);
@@ -924,25 +920,6 @@ static const char *set_server_string(cmd_parms *cmd, void *dummy,
     return NULL;
 }
 
-static const char *set_jwt_aud_match(cmd_parms *cmd, void *dummy,
-                                     const char *arg)
-{
-    aura_server_conf_t *c = aura_cmd_server_conf(cmd);
-
-    (void)dummy;
-    if (!strcasecmp(arg, "all")) {
-        c->jwt_aud_any = 0;
-    }
-    else if (!strcasecmp(arg, "any")) {
-        c->jwt_aud_any = 1;
-    }
-    else {
-        return apr_psprintf(cmd->pool, "%s: '%s' is not all or any",
-                            cmd->cmd->name, arg);
-    }
-    return NULL;
-}
-
 static const char *set_jwt_max_len(cmd_parms *cmd, void *dummy,
                                    const char *arg)
 {
@@ -1087,13 +1064,6 @@ const command_rec aura_cmds[] = {
     AP_INIT_TAKE1("AuraJWTIssuer", set_server_string,
                   (void *)APR_OFFSETOF(aura_server_conf_t, jwt_issuer),
                   RSRC_CONF, "The iss a bearer token must carry"),
-    AP_INIT_TAKE1("AuraJWTAudience", set_server_string,
-                  (void *)APR_OFFSETOF(aura_server_conf_t, jwt_audience),
-                  RSRC_CONF, "The aud a bearer token must carry"),
-    AP_INIT_TAKE1("AuraJWTAudienceMatch", set_jwt_aud_match, NULL,
-                  RSRC_CONF,
-                  "Whether every audience of a token's aud array must be "
-                  "AuraJWTAudience (all) or one of them (any)"),
     AP_INIT_TAKE1("AuraJWTMaxLength", set_jwt_max_len, NULL, RSRC_CONF,
                   "Longest bearer token accepted, in bytes"),
     AP_INIT_TAKE1("AuraJWKSRefreshInterval", set_server_time,

@@ -114,7 +114,6 @@ typedef struct {
     unsigned int jwt_algs;                 /* 0 = unset */
     apr_interval_time_t jwt_leeway;
     const char *jwt_issuer;
-    const char *jwt_audience;
     int jwt_max_len;
     apr_interval_time_t jwks_refresh;
     struct aura_jwt_state_t *jwt;          /* built in post_config */
@@ -141,8 +140,6 @@ typedef struct {
     apr_interval_time_t target_sweep;      /* AuraTargetSweepInterval */
     int target_entries;                    /* AuraTargetBreakerEntries */
     const char *metrics_token;             /* AuraMetricsTokenFile's */
-    int jwt_aud_any;                       /* AuraJWTAudienceMatch any: 1,
-                                              all: 0, AURA_UNSET */
     int plane_max_in_flight;               /* AuraPlaneMaxInFlight
                                               (aura_cap.h), AURA_UNSET */
     /* Connections per address (aura_connlimit.c), read from the

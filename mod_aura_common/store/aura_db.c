@@ -765,7 +765,7 @@ apr_status_t aura_db_query(request_rec *r, aura_db_stmt_e id,
            : how == RUN_NO_ANSWER ? APR_TIMEUP : APR_EGENERAL;
 }
 
-const char *aura_db_retry_after(request_rec *r)
+AURA_DECLARE(const char *) aura_db_retry_after(request_rec *r)
 {
     const char *s = apr_table_get(r->notes, RETRY_NOTE);
 
