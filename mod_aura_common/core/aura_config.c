@@ -10,6 +10,7 @@
 #include "auth/aura_jwks.h"
 #include "auth/aura_jwt.h"
 #include "core/aura_config.h"
+#include "core/aura_plane.h"
 #include "http/aura_accesslog.h"
 #include "http/aura_dbrouter.h"
 #include "http/aura_metrics.h"
@@ -348,13 +349,6 @@ static const char *parse_enum(cmd_parms *cmd, const char *arg,
                         cmd->cmd->name, arg, list);
 }
 
-static const enum_word_t plane_words[] = {
-    { "data", AURA_PLANE_DATA },
-    { "management", AURA_PLANE_MGMT },
-    { "none", AURA_PLANE_NONE },
-    { NULL, 0 }
-};
-
 static const enum_word_t scope_words[] = {
     { "project-header", AURA_SCOPE_PROJECT_HEADER },
     { "project-path", AURA_SCOPE_PROJECT_PATH },
@@ -372,6 +366,7 @@ static const enum_word_t role_words[] = {
 static const char *set_plane(cmd_parms *cmd, void *dummy, const char *arg)
 {
     aura_server_conf_t *c = aura_cmd_server_conf(cmd);
+    aura_plane_e plane;
 
     (void)dummy;
     if (!cmd->server->is_virtual) {
@@ -379,7 +374,13 @@ static const char *set_plane(cmd_parms *cmd, void *dummy, const char *arg)
                             "a plane is one VirtualHost's policy",
                             cmd->cmd->name);
     }
-    return parse_enum(cmd, arg, plane_words, &c->plane);
+    if (aura_plane_parse(arg, &plane) != APR_SUCCESS) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not one of: %s",
+                            cmd->cmd->name, arg,
+                            aura_plane_words(cmd->temp_pool));
+    }
+    c->plane = plane;
+    return NULL;
 }
 
 static const char *set_nats_servers(cmd_parms *cmd, void *dummy,
@@ -1296,15 +1297,12 @@ int aura_check_config(apr_pool_t *pconf, apr_pool_t *plog,
     }
     for (v = s; v; v = v->next) {
         aura_server_conf_t *c = aura_server_conf(v);
+        const aura_plane_info_t *plane = aura_plane_info(c->plane);
         const char *need = NULL;
 
-        if (c->plane == AURA_PLANE_DATA
-            && !ap_find_linked_module("mod_aura_data.c")) {
-            need = "mod_aura_data";
-        }
-        else if (c->plane == AURA_PLANE_MGMT
-                 && !ap_find_linked_module("mod_aura_mgmt.c")) {
-            need = "mod_aura_mgmt";
+        if (plane->module_file
+            && !ap_find_linked_module(plane->module_file)) {
+            need = plane->module_name;
         }
         if (c->plane == AURA_PLANE_MGMT && c->cors_star_at) {
             ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
