@@ -28,10 +28,16 @@
  *                    them by plane.
  *                    aura_auth_apikey leaves (mod_aura_data's door):
  *                    aura_key_identity_t, aura_key_lookup and
- *                    aura_db_retry_after are the mechanism it uses;
+ *                    aura_store_retry_after (2.1) are the mechanism
+ *                    it uses;
  *                    aura_limit_actor takes the caller's quota id;
  *                    aura_token_policy_t.audience, .audience_any (the
  *                    data plane's AuraJWTAudience, AuraJWTAudienceMatch).
+ *                    aura_auth_console leaves: the console policy is
+ *                    mod_aura_mgmt's own.
+ *   2026-12-03  2.1  aura_store_member_role, aura_store_retry_after,
+ *                    aura_keys_rotation_watch (for mod_aura_mgmt);
+ *                    aura_request_t.cors_preflight.
  */
 #ifndef AURA_H
 #define AURA_H
@@ -47,7 +53,7 @@
  */
 
 #define AURA_API_MAJOR 2
-#define AURA_API_MINOR 0
+#define AURA_API_MINOR 1
 
 /* The export trio, as mod_proxy.h, mod_dbd.h and mod_watchdog.h spell it.
  * The modules are built with -fvisibility=hidden: only what carries
@@ -125,8 +131,12 @@ typedef struct aura_request_t {
     const char *traceparent;
     const char *tracestate;
     /* 1.8: the plane's CORS rule for this request, set by the plane
-     * module right after aura_request_begin(); NULL: no CORS headers. */
+     * module right after aura_request_begin(); NULL: no CORS headers,
+     * and aura_cors_preflight() declines. */
     const aura_cors_policy_t *cors;
+    /* 2.1: 1 when aura_cors_preflight() answered the request: the CORS
+     * headers then include the preflight's.  mod_aura_common's own. */
+    int cors_preflight;
 } aura_request_t;
 
 /**
@@ -266,18 +276,10 @@ typedef struct aura_key_identity_t {
  * @return APR_SUCCESS; APR_NOTFOUND for an unknown or revoked key;
  *         APR_EINVAL when its row cannot be an identity (logged);
  *         another error when the store cannot say (then answer 503 with
- *         aura_db_retry_after()).
+ *         aura_store_retry_after()).
  */
 AURA_DECLARE(apr_status_t) aura_key_lookup(request_rec *r, const char *key,
                                            aura_key_identity_t *id);
-
-/**
- * The Retry-After, in seconds, for a 503 store-unavailable after a
- * Postgres lookup of this request (aura_key_lookup) failed: the store
- * breaker's cooldown left.
- * @return a string of digits, "1" when there is none
- */
-AURA_DECLARE(const char *) aura_db_retry_after(request_rec *r);
 
 /** What a plane asks of a bearer token on top of the VirtualHost's
  *  AuraJWT* keys and settings (algorithms, leeway, issuer, length). */
@@ -310,24 +312,61 @@ typedef struct aura_token_policy_t {
 AURA_DECLARE(int) aura_auth_bearer(request_rec *r,
                                    const aura_token_policy_t *policy);
 
+/** What a membership lookup names: a project (its organization's
+ *  membership counts) or an organization. */
+typedef enum {
+    AURA_MEMBER_OF_PROJECT = 1,
+    AURA_MEMBER_OF_ORG
+} aura_member_of_e;
+
 /**
- * Management plane: require a console token (aud exactly
- * aurabase-control), find which project or org the request concerns
- * (AuraScope: X-Project-Id, or the path), and look up the token
- * subject's role in that organization in Postgres, uncached.  The role
- * is never read from the token.
- * @return OK with org, project, role and actor set; 400 invalid-request
- *         (no or bad id), 401 invalid-token, 403 forbidden (not a member,
- *         or below AuraRequireRole), 503 store-unavailable.
+ * The organization role of a user, from the key store (Postgres), on
+ * every call, uncached: a member removed from the organization is
+ * refused on the very next request.
+ * @param r the request (its pool holds the results)
+ * @param of whether id is a project or an organization
+ * @param id the project or organization id
+ * @param user the user (a console token's sub)
+ * @param org set to the organization (id itself for AURA_MEMBER_OF_ORG)
+ * @param role set to the role as stored (e.g. "member", "admin")
+ * @return APR_SUCCESS; APR_NOTFOUND when the user is not a member (or
+ *         there is no such project: the same answer, so existence does
+ *         not leak); anything else when the store cannot answer (answer
+ *         503 store-unavailable with aura_store_retry_after()).
  */
-AURA_DECLARE(int) aura_auth_console(request_rec *r);
+AURA_DECLARE(apr_status_t) aura_store_member_role(request_rec *r,
+                                                  aura_member_of_e of,
+                                                  const char *id,
+                                                  const char *user,
+                                                  const char **org,
+                                                  const char **role);
+
+/**
+ * The Retry-After of a 503 store-unavailable after a key store lookup
+ * failed for r: the store breaker's cooldown left, else "1".
+ * @return a string in r->pool (or static)
+ */
+AURA_DECLARE(const char *) aura_store_retry_after(request_rec *r);
+
+/**
+ * Mark the request as a key rotation: when its answer has a 2xx status
+ * and the request state names a project, the project id is published
+ * on AuraKeyInvalidationSubject before the client sees the answer, and
+ * every child of every instance drops that project's cached keys.  Call
+ * from insert_filter.
+ * @param r the request; nothing happens unless a plane took it in
+ */
+AURA_DECLARE(void) aura_keys_rotation_watch(request_rec *r);
 
 /**
  * Answer a CORS preflight (OPTIONS with Origin and
  * Access-Control-Request-Method) before anything else runs: no
- * credential, no limiter.  Call from quick_handler.
+ * credential, no limiter.  Call from quick_handler, after setting the
+ * request state's cors policy.
  * @return HTTP_NO_CONTENT (the CORS headers are added by the response
- *         filter) or DECLINED when the request is not a preflight.
+ *         filter), 403 (forbidden) when the policy does not answer the
+ *         origin, or DECLINED when the request is not a preflight or
+ *         the plane has no CORS policy.
  */
 AURA_DECLARE(int) aura_cors_preflight(request_rec *r);
 

@@ -128,7 +128,7 @@ int data_auth_apikey(request_rec *r, int allow_query)
     }
     if (rv != APR_SUCCESS) {
         apr_table_setn(r->err_headers_out, "Retry-After",
-                       aura_db_retry_after(r));
+                       aura_store_retry_after(r));
         return refuse(r, HTTP_SERVICE_UNAVAILABLE, "store-unavailable",
                       "the key store is unavailable");
     }

@@ -353,9 +353,11 @@ void aura_keystore_register(void)
                                                 AP_FTYPE_CONTENT_SET);
 }
 
-void aura_insert_rotation_filter(request_rec *r)
+/* Whether a request rotates keys is the management plane's policy
+ * (AuraKeyRotation, mod_aura_mgmt); the broadcast is the mechanism. */
+AURA_DECLARE(void) aura_keys_rotation_watch(request_rec *r)
 {
-    if (aura_dir_conf(r)->key_rotation == 1 && aura_request_get(r)) {
+    if (aura_request_get(r)) {
         ap_add_output_filter_handle(rotation_filter, NULL, r, r->connection);
     }
 }

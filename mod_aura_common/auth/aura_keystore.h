@@ -23,7 +23,6 @@ void aura_keystore_invalidate_project(const char *project);
  * answers may be used while it cannot answer (0: never). */
 apr_interval_time_t aura_keystore_stale_max(void);
 void aura_keystore_register(void);
-void aura_insert_rotation_filter(request_rec *r);
 void aura_nats_publish_invalidation(request_rec *r, const char *project);
 
 #endif /* AURA_KEYSTORE_H */

@@ -32,18 +32,6 @@ AURA_DECLARE(aura_plane_e) aura_server_plane(const server_rec *s)
     return c->plane == AURA_UNSET ? AURA_PLANE_NONE : (aura_plane_e)c->plane;
 }
 
-AURA_DECLARE(const char *) aura_plane_name(aura_plane_e plane)
-{
-    switch (plane) {
-    case AURA_PLANE_DATA:
-        return "data";
-    case AURA_PLANE_MGMT:
-        return "management";
-    default:
-        return "none";
-    }
-}
-
 AURA_DECLARE(aura_request_t *) aura_request_get(request_rec *r)
 {
     aura_request_t *rq;

@@ -28,7 +28,7 @@ int aura_db_configured(void);
 apr_status_t aura_db_query(request_rec *r, aura_db_stmt_e id,
                            const char *const *params,
                            struct pg_result **out);
-/* aura_db_retry_after (aura.h): the Retry-After of a 503
+/* aura_store_retry_after (aura.h): the Retry-After of a 503
  * store-unavailable after aura_db_query() failed for r: the breaker's
  * cooldown left, else "1". */
 
