@@ -67,8 +67,8 @@ static int aura_post_config(apr_pool_t *pconf, apr_pool_t *plog,
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, AURA_LOGNO(00007)
-                 "mod_aura_common API %d.%d ready", AURA_API_MAJOR,
-                 AURA_API_MINOR);
+                 "mod_aura_common %s API %d.%d ready", AURA_VERSION,
+                 AURA_API_MAJOR, AURA_API_MINOR);
     return OK;
 }
 
