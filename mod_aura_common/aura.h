@@ -26,7 +26,19 @@
  *                    aura_token_policy_t (the console audience, the
  *                    project claim): mod_aura_common no longer decides
  *                    them by plane.
- *   2026-12-03  2.1  aura_request_t.priv; aura_upstream_origin,
+ *                    aura_auth_apikey leaves (mod_aura_data's door):
+ *                    aura_key_identity_t, aura_key_lookup and
+ *                    aura_store_retry_after (2.1) are the mechanism
+ *                    it uses;
+ *                    aura_limit_actor takes the caller's quota id;
+ *                    aura_token_policy_t.audience, .audience_any (the
+ *                    data plane's AuraJWTAudience, AuraJWTAudienceMatch).
+ *                    aura_auth_console leaves: the console policy is
+ *                    mod_aura_mgmt's own.
+ *   2026-12-03  2.1  aura_store_member_role, aura_store_retry_after,
+ *                    aura_keys_rotation_watch (for mod_aura_mgmt);
+ *                    aura_request_t.cors_preflight.
+ *   2026-12-03  2.2  aura_request_t.priv; aura_upstream_origin,
  *                    aura_upstream_budget replace the notes
  *                    AURA_NOTE_ORIGIN, AURA_NOTE_BUDGET (no longer set).
  */
@@ -44,7 +56,7 @@
  */
 
 #define AURA_API_MAJOR 2
-#define AURA_API_MINOR 1
+#define AURA_API_MINOR 2
 
 /* The export trio, as mod_proxy.h, mod_dbd.h and mod_watchdog.h spell it.
  * The modules are built with -fvisibility=hidden: only what carries
@@ -122,9 +134,13 @@ typedef struct aura_request_t {
     const char *traceparent;
     const char *tracestate;
     /* 1.8: the plane's CORS rule for this request, set by the plane
-     * module right after aura_request_begin(); NULL: no CORS headers. */
+     * module right after aura_request_begin(); NULL: no CORS headers,
+     * and aura_cors_preflight() declines. */
     const aura_cors_policy_t *cors;
-    /* 2.1: what only mod_aura_common reads (the route, the problem
+    /* 2.1: 1 when aura_cors_preflight() answered the request: the CORS
+     * headers then include the preflight's.  mod_aura_common's own. */
+    int cors_preflight;
+    /* 2.2: what only mod_aura_common reads (the route, the problem
      * noted): core/aura_request.h; opaque to the plane modules. */
     struct aura_request_private_t *priv;
 } aura_request_t;
@@ -246,28 +262,47 @@ AURA_DECLARE(int) aura_route_public(request_rec *r);
  */
 AURA_DECLARE(int) aura_route_streaming(request_rec *r);
 
+/** What the key store says about an API key (aura_key_lookup). */
+typedef struct aura_key_identity_t {
+    const char *project;
+    const char *org;
+    const char *plan;
+    const char *key_role;   /**< anon | service_role */
+    const char *actor;      /**< key:<hash prefix>, never the key; set
+                                 whatever the answer, for the logs */
+} aura_key_identity_t;
+
 /**
- * Authenticate the request's API key (apikey or X-API-Key header; the
- * apikey query parameter only when allow_query and never for a
- * service_role key).  On success the key's project, org, plan and role
- * are set in the request state, and the key headers are removed from
- * r->headers_in so nothing forwards them.
+ * Look an API key up in the key store (Postgres), through this child's
+ * cache (AuraKeyCacheTTL, AuraKeyCacheStaleMax).  The key must be
+ * well-formed (aura_apikey.h): junk is refused by the caller unlooked.
  * @param r the request
- * @param allow_query whether a key from the query string is acceptable
- * @return OK; 401 (missing-key, invalid-key, key-not-allowed-in-query)
- *         or 503 (store-unavailable) with the problem noted.
+ * @param key the key
+ * @param id set to the key's identity; id->actor in every case
+ * @return APR_SUCCESS; APR_NOTFOUND for an unknown or revoked key;
+ *         APR_EINVAL when its row cannot be an identity (logged);
+ *         another error when the store cannot say (then answer 503 with
+ *         aura_store_retry_after()).
  */
-AURA_DECLARE(int) aura_auth_apikey(request_rec *r, int allow_query);
+AURA_DECLARE(apr_status_t) aura_key_lookup(request_rec *r, const char *key,
+                                           aura_key_identity_t *id);
 
 /** What a plane asks of a bearer token on top of the VirtualHost's
- *  AuraJWT* keys and settings. */
+ *  AuraJWT* keys and settings (algorithms, leeway, issuer, length). */
 typedef struct aura_token_policy_t {
     /** Non-NULL: aud must be exactly this (or an array whose only member
-     *  it is), whatever AuraJWTAudience and AuraJWTAudienceMatch say. */
+     *  it is), whatever audience and audience_any say. */
     const char *audience_exact;
     /** Non-NULL: the token must carry this claim, equal to the project
      *  already in the request state (the API key's). */
     const char *project_claim;
+    /** With audience_exact NULL, audience set: 1, an aud array that
+     *  contains it among others is accepted; 0, every member must be it
+     *  (OpenID Connect). */
+    int audience_any;
+    /** With audience_exact NULL: non-NULL, aud must be this string (an
+     *  array: as audience_any says); NULL, aud is not checked. */
+    const char *audience;
 } aura_token_policy_t;
 
 /**
@@ -283,24 +318,61 @@ typedef struct aura_token_policy_t {
 AURA_DECLARE(int) aura_auth_bearer(request_rec *r,
                                    const aura_token_policy_t *policy);
 
+/** What a membership lookup names: a project (its organization's
+ *  membership counts) or an organization. */
+typedef enum {
+    AURA_MEMBER_OF_PROJECT = 1,
+    AURA_MEMBER_OF_ORG
+} aura_member_of_e;
+
 /**
- * Management plane: require a console token (aud exactly
- * aurabase-control), find which project or org the request concerns
- * (AuraScope: X-Project-Id, or the path), and look up the token
- * subject's role in that organization in Postgres, uncached.  The role
- * is never read from the token.
- * @return OK with org, project, role and actor set; 400 invalid-request
- *         (no or bad id), 401 invalid-token, 403 forbidden (not a member,
- *         or below AuraRequireRole), 503 store-unavailable.
+ * The organization role of a user, from the key store (Postgres), on
+ * every call, uncached: a member removed from the organization is
+ * refused on the very next request.
+ * @param r the request (its pool holds the results)
+ * @param of whether id is a project or an organization
+ * @param id the project or organization id
+ * @param user the user (a console token's sub)
+ * @param org set to the organization (id itself for AURA_MEMBER_OF_ORG)
+ * @param role set to the role as stored (e.g. "member", "admin")
+ * @return APR_SUCCESS; APR_NOTFOUND when the user is not a member (or
+ *         there is no such project: the same answer, so existence does
+ *         not leak); anything else when the store cannot answer (answer
+ *         503 store-unavailable with aura_store_retry_after()).
  */
-AURA_DECLARE(int) aura_auth_console(request_rec *r);
+AURA_DECLARE(apr_status_t) aura_store_member_role(request_rec *r,
+                                                  aura_member_of_e of,
+                                                  const char *id,
+                                                  const char *user,
+                                                  const char **org,
+                                                  const char **role);
+
+/**
+ * The Retry-After of a 503 store-unavailable after a key store lookup
+ * failed for r: the store breaker's cooldown left, else "1".
+ * @return a string in r->pool (or static)
+ */
+AURA_DECLARE(const char *) aura_store_retry_after(request_rec *r);
+
+/**
+ * Mark the request as a key rotation: when its answer has a 2xx status
+ * and the request state names a project, the project id is published
+ * on AuraKeyInvalidationSubject before the client sees the answer, and
+ * every child of every instance drops that project's cached keys.  Call
+ * from insert_filter.
+ * @param r the request; nothing happens unless a plane took it in
+ */
+AURA_DECLARE(void) aura_keys_rotation_watch(request_rec *r);
 
 /**
  * Answer a CORS preflight (OPTIONS with Origin and
  * Access-Control-Request-Method) before anything else runs: no
- * credential, no limiter.  Call from quick_handler.
+ * credential, no limiter.  Call from quick_handler, after setting the
+ * request state's cors policy.
  * @return HTTP_NO_CONTENT (the CORS headers are added by the response
- *         filter) or DECLINED when the request is not a preflight.
+ *         filter), 403 (forbidden) when the policy does not answer the
+ *         origin, or DECLINED when the request is not a preflight or
+ *         the plane has no CORS policy.
  */
 AURA_DECLARE(int) aura_cors_preflight(request_rec *r);
 
@@ -316,11 +388,14 @@ AURA_DECLARE(int) aura_limit_ip(request_rec *r);
 /**
  * Stage 2: the authenticated actor's quota (AuraActorQuota, or the
  * project plan's AuraPlanQuota), shared through Redis, else this
- * instance's share.  Call right after authentication succeeded; a
- * request without an actor (public routes) passes.
+ * instance's share.  Call right after authentication succeeded.
+ * @param r the request
+ * @param id the quota's id, built by the plane from the verified
+ *        identity (two actors must never share one); NULL: no actor
+ *        (public routes), the request passes
  * @return OK (RateLimit headers set), or 429 (actor-quota).
  */
-AURA_DECLARE(int) aura_limit_actor(request_rec *r);
+AURA_DECLARE(int) aura_limit_actor(request_rec *r, const char *id);
 
 /**
  * The HTTP upstream the routing stage sent this request to (at

@@ -68,8 +68,8 @@ static int aura_post_config(apr_pool_t *pconf, apr_pool_t *plog,
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, AURA_LOGNO(00007)
-                 "mod_aura_common API %d.%d ready", AURA_API_MAJOR,
-                 AURA_API_MINOR);
+                 "mod_aura_common %s API %d.%d ready", AURA_VERSION,
+                 AURA_API_MAJOR, AURA_API_MINOR);
     return OK;
 }
 
@@ -118,8 +118,6 @@ static void aura_register_hooks(apr_pool_t *p)
                           APR_HOOK_MIDDLE);
     ap_hook_insert_error_filter(aura_insert_headers_filter, NULL, NULL,
                                 APR_HOOK_MIDDLE);
-    ap_hook_insert_filter(aura_insert_rotation_filter, NULL, NULL,
-                          APR_HOOK_MIDDLE);
     ap_hook_insert_filter(aura_http_insert_filter, NULL, NULL,
                           APR_HOOK_MIDDLE);
     ap_hook_log_transaction(aura_log_transaction, NULL, NULL,

@@ -5,19 +5,27 @@
  * serving unrelated sites untouched.  The proxy code is mod_aura_common's
  * (aura.h); this module owns the data plane's policy around it.
  *
+ * What is the data plane's here: the API key door (data_apikey.c), the
+ * bearer token policy (the project claim, AuraTokenProjectClaim; the
+ * audience, AuraJWTAudience and AuraJWTAudienceMatch), CORS for every
+ * origin, the actor quota's id (an actor within its project).
+ *
  * Hook order (verified with mod_info's ?hooks view by the test-suite):
  *   post_read_request  request state and id, first thing, so every
  *                      response of the plane carries X-Request-Id; an
  *                      apikey query parameter leaves the URL here
+ *                      (mod_aura_common, on every plane); the plane's
+ *                      CORS rule ("*") is set in the request state
  *   quick_handler      FIRST: a CORS preflight is answered before any
  *                      credential is asked for
  *   translate_name     FIRST, before mod_proxy and mod_rewrite: claim a
  *                      service Location
  *   access_checker_ex  FIRST: the per-address limit (every Location),
  *                      then the API key (mandatory but on AuraPublic
- *                      Locations), the optional JWT and the actor
- *                      quota.  It returns DECLINED on success, so the
- *                      operator's own Require rules still apply.
+ *                      Locations; ?apikey= only where AuraStreaming is
+ *                      on), the optional JWT and the actor quota.  It
+ *                      returns DECLINED on success, so the operator's
+ *                      own Require rules still apply.
  */
 #include "httpd.h"
 #include "http_config.h"
@@ -29,6 +37,7 @@
 #include "apr_strings.h"
 
 #include "aura.h"
+#include "data_apikey.h"
 
 APLOG_USE_MODULE(aura_data);
 extern module AURA_DECLARE_DATA aura_data_module;
@@ -39,6 +48,16 @@ extern module AURA_DECLARE_DATA aura_data_module;
 typedef struct {
     const char *project_claim;   /* a claim name, "off"; NULL = unset */
 } data_dir_conf_t;
+
+typedef struct {
+    const char *audience;        /* AuraJWTAudience; NULL: not checked */
+    int audience_any;            /* AuraJWTAudienceMatch any: 1, all: 0,
+                                    unset: -1 (all) */
+} data_server_conf_t;
+
+/* Every origin, answered "*" without credentials (DESIGN.md section 9):
+ * the data plane serves browsers of any site with the project's key. */
+static const aura_cors_policy_t any_origin = { 1, NULL };
 
 static void *data_create_dir_conf(apr_pool_t *p, char *dir)
 {
@@ -54,6 +73,29 @@ static void *data_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     d->project_claim = add->project_claim ? add->project_claim
                                           : base->project_claim;
     return d;
+}
+
+static void *data_create_server_conf(apr_pool_t *p, server_rec *s)
+{
+    data_server_conf_t *c = apr_palloc(p, sizeof(*c));
+
+    (void)s;
+    c->audience = NULL;
+    c->audience_any = -1;
+    return c;
+}
+
+/* Set in the main server, it applies to every VirtualHost that does not
+ * set its own. */
+static void *data_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
+{
+    const data_server_conf_t *base = basev, *add = addv;
+    data_server_conf_t *c = apr_palloc(p, sizeof(*c));
+
+    c->audience = add->audience ? add->audience : base->audience;
+    c->audience_any = add->audience_any != -1 ? add->audience_any
+                                              : base->audience_any;
+    return c;
 }
 
 /* A claim name: printable ASCII without spaces or quotes, so that it
@@ -78,7 +120,44 @@ static const char *set_project_claim(cmd_parms *cmd, void *dirv,
     return NULL;
 }
 
+static const char *set_audience(cmd_parms *cmd, void *dummy,
+                                const char *arg)
+{
+    data_server_conf_t *c =
+        ap_get_module_config(cmd->server->module_config, &aura_data_module);
+
+    (void)dummy;
+    c->audience = arg;
+    return NULL;
+}
+
+static const char *set_audience_match(cmd_parms *cmd, void *dummy,
+                                      const char *arg)
+{
+    data_server_conf_t *c =
+        ap_get_module_config(cmd->server->module_config, &aura_data_module);
+
+    (void)dummy;
+    if (!strcasecmp(arg, "all")) {
+        c->audience_any = 0;
+    }
+    else if (!strcasecmp(arg, "any")) {
+        c->audience_any = 1;
+    }
+    else {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not all or any",
+                            cmd->cmd->name, arg);
+    }
+    return NULL;
+}
+
 static const command_rec data_cmds[] = {
+    AP_INIT_TAKE1("AuraJWTAudience", set_audience, NULL,
+                  RSRC_CONF, "The aud a bearer token must carry"),
+    AP_INIT_TAKE1("AuraJWTAudienceMatch", set_audience_match, NULL,
+                  RSRC_CONF,
+                  "Whether every audience of a token's aud array must be "
+                  "AuraJWTAudience (all) or one of them (any)"),
     AP_INIT_TAKE1("AuraTokenProjectClaim", set_project_claim, NULL,
                   RSRC_CONF | ACCESS_CONF,
                   "The claim a data-plane bearer token names the API "
@@ -87,17 +166,37 @@ static const command_rec data_cmds[] = {
 };
 
 /* A user token belongs to the API key's project: a token of project A's
- * user sent with project B's key is refused (DESIGN.md section 9). */
+ * user sent with project B's key is refused (DESIGN.md section 9).  The
+ * audience is the operator's (AuraJWTAudience, AuraJWTAudienceMatch);
+ * the console tokens of the management plane never come here. */
 static const aura_token_policy_t *data_token_policy(request_rec *r)
 {
     const data_dir_conf_t *d =
         ap_get_module_config(r->per_dir_config, &aura_data_module);
+    const data_server_conf_t *c =
+        ap_get_module_config(r->server->module_config, &aura_data_module);
     aura_token_policy_t *pol = apr_pcalloc(r->pool, sizeof(*pol));
     const char *claim = d->project_claim ? d->project_claim
                                          : DATA_DEFAULT_PROJECT_CLAIM;
 
     pol->project_claim = strcmp(claim, "off") ? claim : NULL;
+    pol->audience = c->audience;
+    pol->audience_any = c->audience_any == 1;
     return pol;
+}
+
+/* The actor quota's id: the actor within its project (a key, or a user
+ * of the project's auth), so that one user of two projects has two
+ * quotas; NULL when nothing authenticated. */
+static const char *data_quota_id(request_rec *r)
+{
+    const aura_request_t *rq = aura_request_get(r);
+
+    if (!rq || !rq->actor) {
+        return NULL;
+    }
+    return apr_pstrcat(r->pool, "d:", rq->project ? rq->project : "-", ":",
+                       rq->actor, NULL);
 }
 
 static int data_post_config(apr_pool_t *pconf, apr_pool_t *plog,
@@ -115,7 +214,7 @@ static int data_post_read_request(request_rec *r)
     if (aura_server_plane(r->server) != AURA_PLANE_DATA) {
         return DECLINED;
     }
-    aura_request_begin(r, AURA_PLANE_DATA);
+    aura_request_begin(r, AURA_PLANE_DATA)->cors = &any_origin;
     /* Before any Location is walked: the path the rules will see must be
      * the path the service receives (docs/envelope.md, "One path"). */
     return aura_request_path_check(r);
@@ -154,7 +253,7 @@ static int data_check_access(request_rec *r)
     if (rc != OK || aura_route_public(r)) {
         return rc == OK ? DECLINED : rc;
     }
-    rc = aura_auth_apikey(r, aura_route_streaming(r));
+    rc = data_auth_apikey(r, aura_route_streaming(r));
     if (rc != OK) {
         return rc;
     }
@@ -162,7 +261,7 @@ static int data_check_access(request_rec *r)
     if (rc != OK && rc != DECLINED) {
         return rc;
     }
-    rc = aura_limit_actor(r);
+    rc = aura_limit_actor(r, data_quota_id(r));
     return rc == OK ? DECLINED : rc;
 }
 
@@ -187,8 +286,8 @@ module AURA_DECLARE_DATA aura_data_module = {
     STANDARD20_MODULE_STUFF,
     data_create_dir_conf,
     data_merge_dir_conf,
-    NULL,
-    NULL,
+    data_create_server_conf,
+    data_merge_server_conf,
     data_cmds,
     data_register_hooks,
     AP_MODULE_FLAG_NONE

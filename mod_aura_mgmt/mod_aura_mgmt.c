@@ -2,12 +2,19 @@
  *
  * mod_aura_mgmt: the management plane.  Acts only in a VirtualHost with
  * "AuraPlane management" and declines everywhere else, so the same httpd keeps
- * serving unrelated sites untouched.  The proxy code is mod_aura_common's
- * (aura.h); this module owns the management plane's policy around it.
+ * serving unrelated sites untouched.  The mechanisms are mod_aura_common's
+ * (aura.h); this module owns the management plane's policy around them:
+ * its directives (mgmt_config.c: AuraScope, AuraRequireRole,
+ * AuraKeyRotation, AuraCORSAllowOrigin), the console door
+ * (mgmt_console.c: the console token, the scope, the role from
+ * membership), the CORS allow-list and the key-rotation trigger.
  *
  * Hook order (verified with mod_info's ?hooks view by the test-suite):
+ *   check_config       a "*" among the management plane's CORS origins
+ *                      stops the start (also under apachectl -t)
  *   post_read_request  request state and id, first thing, so every
- *                      response of the plane carries X-Request-Id
+ *                      response of the plane carries X-Request-Id; the
+ *                      plane's CORS rule (the allow-list) goes into it
  *   quick_handler      FIRST: a CORS preflight from a listed origin is
  *                      answered (204), from any other refused (403),
  *                      before any credential is asked for
@@ -20,6 +27,8 @@
  *                      actor quota.  It
  *                      returns DECLINED on success, so the operator's
  *                      own Require rules still apply after it.
+ *   insert_filter      an AuraKeyRotation Location: its 2xx answer
+ *                      broadcasts the project's key invalidation
  */
 #include "httpd.h"
 #include "http_config.h"
@@ -28,10 +37,9 @@
 #include "http_core.h"
 #include "http_log.h"
 #include "mod_auth.h"
+#include "apr_strings.h"
 
-#include "aura.h"
-
-APLOG_USE_MODULE(aura_mgmt);
+#include "mgmt.h"
 
 static int mgmt_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                             apr_pool_t *ptemp, server_rec *s)
@@ -48,7 +56,9 @@ static int mgmt_post_read_request(request_rec *r)
     if (aura_server_plane(r->server) != AURA_PLANE_MGMT) {
         return DECLINED;
     }
-    aura_request_begin(r, AURA_PLANE_MGMT);
+    /* Before the quick_handler, which answers preflights by it. */
+    aura_request_begin(r, AURA_PLANE_MGMT)->cors =
+        &aura_mgmt_server_conf(r->server)->cors;
     /* Before any Location is walked: the path the rules will see must be
      * the path the service receives (docs/envelope.md, "One path"). */
     return aura_request_path_check(r);
@@ -70,6 +80,15 @@ static int mgmt_quick_handler(request_rec *r, int lookup_uri)
     return aura_cors_preflight(r);
 }
 
+/* The actor quota's id: the console user, whatever the org. */
+static const char *mgmt_quota_id(request_rec *r)
+{
+    const aura_request_t *rq = aura_request_get(r);
+
+    return rq && rq->actor ? apr_pstrcat(r->pool, "m:", rq->actor, NULL)
+                           : NULL;
+}
+
 static int mgmt_check_access(request_rec *r)
 {
     int rc;
@@ -82,11 +101,22 @@ static int mgmt_check_access(request_rec *r)
     if (rc != OK || aura_route_public(r)) {
         return rc == OK ? DECLINED : rc;
     }
-    rc = aura_auth_console(r);
+    rc = aura_mgmt_auth_console(r);
     if (rc == OK) {
-        rc = aura_limit_actor(r);
+        rc = aura_limit_actor(r, mgmt_quota_id(r));
     }
     return rc == OK ? DECLINED : rc;
+}
+
+/* Whether a request rotates keys is this plane's policy; the broadcast
+ * is mod_aura_common's.  Wherever AuraKeyRotation is set, as when
+ * mod_aura_common read it (aura_keys_rotation_watch() acts only on a
+ * request a plane took in). */
+static void mgmt_insert_filter(request_rec *r)
+{
+    if (aura_mgmt_key_rotation(aura_mgmt_dir_conf(r))) {
+        aura_keys_rotation_watch(r);
+    }
 }
 
 static void mgmt_register_hooks(apr_pool_t *p)
@@ -96,6 +126,8 @@ static void mgmt_register_hooks(apr_pool_t *p)
     };
 
     (void)p;
+    ap_hook_check_config(aura_mgmt_check_config, NULL, NULL,
+                         APR_HOOK_MIDDLE);
     ap_hook_post_config(mgmt_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_read_request(mgmt_post_read_request, NULL, NULL,
                               APR_HOOK_FIRST);
@@ -104,15 +136,16 @@ static void mgmt_register_hooks(apr_pool_t *p)
     ap_hook_quick_handler(mgmt_quick_handler, NULL, NULL, APR_HOOK_FIRST);
     ap_hook_check_access_ex(mgmt_check_access, NULL, NULL, APR_HOOK_FIRST,
                             AP_AUTH_INTERNAL_PER_CONF);
+    ap_hook_insert_filter(mgmt_insert_filter, NULL, NULL, APR_HOOK_MIDDLE);
 }
 
 module AURA_DECLARE_DATA aura_mgmt_module = {
     STANDARD20_MODULE_STUFF,
-    NULL,
-    NULL,
-    NULL,
-    NULL,
-    NULL,
+    aura_mgmt_create_dir_conf,
+    aura_mgmt_merge_dir_conf,
+    aura_mgmt_create_server_conf,
+    aura_mgmt_merge_server_conf,
+    aura_mgmt_cmds,
     mgmt_register_hooks,
     AP_MODULE_FLAG_NONE
 };

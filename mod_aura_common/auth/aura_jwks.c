@@ -211,8 +211,6 @@ apr_status_t aura_jwks_post_config(apr_pool_t *pconf, server_rec *s)
         st->policy.leeway = c->jwt_leeway != AURA_UNSET
                                 ? c->jwt_leeway : AURA_DEFAULT_JWT_LEEWAY;
         st->policy.issuer = c->jwt_issuer;
-        st->policy.audience = c->jwt_audience;
-        st->policy.audience_any = c->jwt_aud_any == 1;
         st->policy.max_len = c->jwt_max_len != AURA_UNSET
                                  ? (apr_size_t)c->jwt_max_len : 0;
         st->policy.require_sub = 1;
@@ -488,6 +486,10 @@ AURA_DECLARE(int) aura_auth_bearer(request_rec *r,
     if (policy->audience_exact) {
         pol.audience = policy->audience_exact;
         pol.audience_exact = 1;
+    }
+    else {
+        pol.audience = policy->audience;
+        pol.audience_any = policy->audience_any;
     }
     pol.project_claim = policy->project_claim;
     pol.project = rq->project;

@@ -255,8 +255,8 @@ static int stale_get(request_rec *r, const apr_uint64_t tag[2],
     return 1;
 }
 
-apr_status_t aura_keystore_lookup(request_rec *r, const char *key,
-                                  aura_key_identity_t *id)
+AURA_DECLARE(apr_status_t) aura_key_lookup(request_rec *r, const char *key,
+                                           aura_key_identity_t *id)
 {
     key_slot_t e;
     apr_uint64_t tag[2];
@@ -355,9 +355,11 @@ void aura_keystore_register(void)
                                                 AP_FTYPE_CONTENT_SET);
 }
 
-void aura_insert_rotation_filter(request_rec *r)
+/* Whether a request rotates keys is the management plane's policy
+ * (AuraKeyRotation, mod_aura_mgmt); the broadcast is the mechanism. */
+AURA_DECLARE(void) aura_keys_rotation_watch(request_rec *r)
 {
-    if (aura_dir_conf(r)->key_rotation == 1 && aura_request_get(r)) {
+    if (aura_request_get(r)) {
         ap_add_output_filter_handle(rotation_filter, NULL, r, r->connection);
     }
 }

@@ -10,16 +10,15 @@
 #include "auth/aura_jwks.h"
 #include "auth/aura_jwt.h"
 #include "core/aura_config.h"
+#include "core/aura_plane.h"
 #include "http/aura_accesslog.h"
 #include "http/aura_dbrouter.h"
 #include "http/aura_metrics.h"
-#include "http/aura_origin.h"
 #include "limit/aura_connlimit.h"
 #include "limit/aura_limit.h"
 #include "nats/aura_subject.h"
 #include "resilience/aura_breaker.h"
 #include "resilience/aura_bulkhead.h"
-#include "http/aura_origin.h"
 #include "nats/aura_subject.h"
 #include "auth/aura_jwt.h"
 
@@ -76,12 +75,9 @@ void *aura_create_server_conf(apr_pool_t *p, server_rec *s)
     c->jwt_algs = 0;
     c->jwt_leeway = AURA_UNSET;
     c->jwt_issuer = NULL;
-    c->jwt_audience = NULL;
     c->jwt_max_len = AURA_UNSET;
     c->jwks_refresh = AURA_UNSET;
     c->jwt = NULL;
-    c->cors_origins = NULL;
-    c->cors_star_at = NULL;
     c->cors_methods = NULL;
     c->cors_headers = NULL;
     c->cors_expose = NULL;
@@ -99,7 +95,6 @@ void *aura_create_server_conf(apr_pool_t *p, server_rec *s)
     c->target_sweep = AURA_UNSET;
     c->target_entries = AURA_UNSET;
     c->metrics_token = NULL;
-    c->jwt_aud_any = AURA_UNSET;
     c->plane_max_in_flight = AURA_UNSET;
     c->max_conns = AURA_UNSET;
     c->max_reading = AURA_UNSET;
@@ -140,14 +135,9 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     c->jwt_algs = add->jwt_algs ? add->jwt_algs : base->jwt_algs;
     c->jwt_leeway = merge_time(base->jwt_leeway, add->jwt_leeway);
     c->jwt_issuer = merge_ptr(base->jwt_issuer, add->jwt_issuer);
-    c->jwt_audience = merge_ptr(base->jwt_audience, add->jwt_audience);
     c->jwt_max_len = merge_int(base->jwt_max_len, add->jwt_max_len);
     c->jwks_refresh = merge_time(base->jwks_refresh, add->jwks_refresh);
     c->jwt = NULL;
-    c->cors_origins = (apr_array_header_t *)merge_ptr(base->cors_origins,
-                                                      add->cors_origins);
-    c->cors_star_at = add->cors_origins ? add->cors_star_at
-                                        : base->cors_star_at;
     c->cors_methods = merge_ptr(base->cors_methods, add->cors_methods);
     c->cors_headers = merge_ptr(base->cors_headers, add->cors_headers);
     c->cors_expose = merge_ptr(base->cors_expose, add->cors_expose);
@@ -175,7 +165,6 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     c->target_sweep = merge_time(base->target_sweep, add->target_sweep);
     c->target_entries = merge_int(base->target_entries, add->target_entries);
     c->metrics_token = merge_ptr(base->metrics_token, add->metrics_token);
-    c->jwt_aud_any = merge_int(base->jwt_aud_any, add->jwt_aud_any);
     c->plane_max_in_flight = merge_int(base->plane_max_in_flight,
                                        add->plane_max_in_flight);
     c->max_conns = merge_int(base->max_conns, add->max_conns);
@@ -197,9 +186,6 @@ void *aura_create_dir_conf(apr_pool_t *p, char *dir)
     d->health_detail = AURA_UNSET;
     d->public_route = AURA_UNSET;
     d->streaming = AURA_UNSET;
-    d->scope = AURA_UNSET;
-    d->require_role = AURA_UNSET;
-    d->key_rotation = AURA_UNSET;
     d->security_headers = NULL;
     d->zone = NULL;
     d->quota = NULL;
@@ -239,9 +225,6 @@ void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     d->health_detail = merge_int(base->health_detail, add->health_detail);
     d->public_route = merge_int(base->public_route, add->public_route);
     d->streaming = merge_int(base->streaming, add->streaming);
-    d->scope = merge_int(base->scope, add->scope);
-    d->require_role = merge_int(base->require_role, add->require_role);
-    d->key_rotation = merge_int(base->key_rotation, add->key_rotation);
     /* Per header: the nearer level's setting wins, others are inherited. */
     if (base->security_headers && add->security_headers) {
         d->security_headers = apr_table_overlay(p, add->security_headers,
@@ -322,56 +305,10 @@ aura_server_conf_t *aura_cmd_server_conf(cmd_parms *cmd)
                                 &aura_common_module);
 }
 
-/* Enumerated arguments: one table gives the accepted words, their values
- * and the error text, so the three can never disagree. */
-typedef struct {
-    const char *name;
-    int value;
-} enum_word_t;
-
-static const char *parse_enum(cmd_parms *cmd, const char *arg,
-                              const enum_word_t *words, int *out)
-{
-    const char *list = NULL;
-    int i;
-
-    for (i = 0; words[i].name; i++) {
-        if (!strcasecmp(arg, words[i].name)) {
-            *out = words[i].value;
-            return NULL;
-        }
-        list = list ? apr_pstrcat(cmd->temp_pool, list, " | ", words[i].name,
-                                  NULL)
-                    : words[i].name;
-    }
-    return apr_psprintf(cmd->pool, "%s: '%s' is not one of: %s",
-                        cmd->cmd->name, arg, list);
-}
-
-static const enum_word_t plane_words[] = {
-    { "data", AURA_PLANE_DATA },
-    { "management", AURA_PLANE_MGMT },
-    { "none", AURA_PLANE_NONE },
-    { NULL, 0 }
-};
-
-static const enum_word_t scope_words[] = {
-    { "project-header", AURA_SCOPE_PROJECT_HEADER },
-    { "project-path", AURA_SCOPE_PROJECT_PATH },
-    { "org-path", AURA_SCOPE_ORG_PATH },
-    { NULL, 0 }
-};
-
-static const enum_word_t role_words[] = {
-    { "member", AURA_ROLE_MEMBER },
-    { "admin", AURA_ROLE_ADMIN },
-    { "owner", AURA_ROLE_OWNER },
-    { NULL, 0 }
-};
-
 static const char *set_plane(cmd_parms *cmd, void *dummy, const char *arg)
 {
     aura_server_conf_t *c = aura_cmd_server_conf(cmd);
+    aura_plane_e plane;
 
     (void)dummy;
     if (!cmd->server->is_virtual) {
@@ -379,7 +316,13 @@ static const char *set_plane(cmd_parms *cmd, void *dummy, const char *arg)
                             "a plane is one VirtualHost's policy",
                             cmd->cmd->name);
     }
-    return parse_enum(cmd, arg, plane_words, &c->plane);
+    if (aura_plane_parse(arg, &plane) != APR_SUCCESS) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not one of: %s",
+                            cmd->cmd->name, arg,
+                            aura_plane_words(cmd->temp_pool));
+    }
+    c->plane = plane;
+    return NULL;
 }
 
 static const char *set_nats_servers(cmd_parms *cmd, void *dummy,
@@ -924,64 +867,12 @@ static const char *set_server_string(cmd_parms *cmd, void *dummy,
     return NULL;
 }
 
-static const char *set_jwt_aud_match(cmd_parms *cmd, void *dummy,
-                                     const char *arg)
-{
-    aura_server_conf_t *c = aura_cmd_server_conf(cmd);
-
-    (void)dummy;
-    if (!strcasecmp(arg, "all")) {
-        c->jwt_aud_any = 0;
-    }
-    else if (!strcasecmp(arg, "any")) {
-        c->jwt_aud_any = 1;
-    }
-    else {
-        return apr_psprintf(cmd->pool, "%s: '%s' is not all or any",
-                            cmd->cmd->name, arg);
-    }
-    return NULL;
-}
-
 static const char *set_jwt_max_len(cmd_parms *cmd, void *dummy,
                                    const char *arg)
 {
     (void)dummy;
     return aura_parse_int(cmd, arg, 256, 65536,
                      &aura_cmd_server_conf(cmd)->jwt_max_len);
-}
-
-/* Each origin exactly as a browser sends it (aura_origin.c): a value no
- * Origin header can ever equal would allow nothing while looking as if
- * it allowed something, so it stops the start. */
-static const char *set_cors_origin(cmd_parms *cmd, void *dummy,
-                                   const char *arg)
-{
-    aura_server_conf_t *c = aura_cmd_server_conf(cmd);
-    const char *origin, *why;
-
-    (void)dummy;
-    if (!c->cors_origins) {
-        c->cors_origins = apr_array_make(cmd->pool, 4, sizeof(const char *));
-    }
-    /* "*" is refused by check_config, which knows the plane; remember
-     * where it was written so the message can say. */
-    if (!strcmp(arg, "*")) {
-        c->cors_star_at = apr_psprintf(cmd->pool, "%s:%d",
-                                       cmd->directive->filename,
-                                       cmd->directive->line_num);
-        origin = arg;
-    }
-    else if (aura_origin_parse(cmd->pool, arg, &origin, &why)
-             != APR_SUCCESS) {
-        return apr_psprintf(cmd->pool, "%s: '%s' is not an origin: %s "
-                            "(accepted: http:// or https://, a host, and "
-                            "an optional port 1-65535 that is not the "
-                            "default; nothing after it)",
-                            cmd->cmd->name, arg, why);
-    }
-    APR_ARRAY_PUSH(c->cors_origins, const char *) = origin;
-    return NULL;
 }
 
 static const char *set_invalidation_subject(cmd_parms *cmd, void *dummy,
@@ -999,21 +890,6 @@ static const char *set_invalidation_subject(cmd_parms *cmd, void *dummy,
     }
     aura_cmd_server_conf(cmd)->key_invalidation_subject = arg;
     return NULL;
-}
-
-static const char *set_scope(cmd_parms *cmd, void *dirv, const char *arg)
-{
-    aura_dir_conf_t *d = dirv;
-
-    return parse_enum(cmd, arg, scope_words, &d->scope);
-}
-
-static const char *set_require_role(cmd_parms *cmd, void *dirv,
-                                    const char *arg)
-{
-    aura_dir_conf_t *d = dirv;
-
-    return parse_enum(cmd, arg, role_words, &d->require_role);
 }
 
 #define NATS_TIME(name, field, help)                                        \
@@ -1087,13 +963,6 @@ const command_rec aura_cmds[] = {
     AP_INIT_TAKE1("AuraJWTIssuer", set_server_string,
                   (void *)APR_OFFSETOF(aura_server_conf_t, jwt_issuer),
                   RSRC_CONF, "The iss a bearer token must carry"),
-    AP_INIT_TAKE1("AuraJWTAudience", set_server_string,
-                  (void *)APR_OFFSETOF(aura_server_conf_t, jwt_audience),
-                  RSRC_CONF, "The aud a bearer token must carry"),
-    AP_INIT_TAKE1("AuraJWTAudienceMatch", set_jwt_aud_match, NULL,
-                  RSRC_CONF,
-                  "Whether every audience of a token's aud array must be "
-                  "AuraJWTAudience (all) or one of them (any)"),
     AP_INIT_TAKE1("AuraJWTMaxLength", set_jwt_max_len, NULL, RSRC_CONF,
                   "Longest bearer token accepted, in bytes"),
     AP_INIT_TAKE1("AuraJWKSRefreshInterval", set_server_time,
@@ -1101,24 +970,10 @@ const command_rec aura_cmds[] = {
                   RSRC_CONF,
                   "Least time between two JWKS refreshes on unknown kids, "
                   "across all children"),
-    AP_INIT_ITERATE("AuraCORSAllowOrigin", set_cors_origin, NULL, RSRC_CONF,
-                    "Origins the management plane answers CORS requests "
-                    "from (never *)"),
     AP_INIT_TAKE1("AuraKeyInvalidationSubject", set_invalidation_subject,
                   NULL, RSRC_CONF,
                   "NATS subject of key invalidations (payload: a project "
                   "id)"),
-    AP_INIT_FLAG("AuraKeyRotation", set_dir_flag,
-                 (void *)APR_OFFSETOF(aura_dir_conf_t, key_rotation),
-                 ACCESS_CONF,
-                 "Whether a 2xx answer here rotated the project's keys: "
-                 "broadcast an invalidation"),
-    AP_INIT_TAKE1("AuraScope", set_scope, NULL, ACCESS_CONF,
-                  "Where a management request names its project or org: "
-                  "project-header | project-path | org-path"),
-    AP_INIT_TAKE1("AuraRequireRole", set_require_role, NULL, ACCESS_CONF,
-                  "Least organization role a management Location needs: "
-                  "member | admin | owner"),
     AP_INIT_TAKE1("AuraCORSAllowMethods", set_cors_list,
                   (void *)APR_OFFSETOF(aura_server_conf_t, cors_methods),
                   RSRC_CONF, "Methods a CORS preflight allows"),
@@ -1296,26 +1151,12 @@ int aura_check_config(apr_pool_t *pconf, apr_pool_t *plog,
     }
     for (v = s; v; v = v->next) {
         aura_server_conf_t *c = aura_server_conf(v);
+        const aura_plane_info_t *plane = aura_plane_info(c->plane);
         const char *need = NULL;
 
-        if (c->plane == AURA_PLANE_DATA
-            && !ap_find_linked_module("mod_aura_data.c")) {
-            need = "mod_aura_data";
-        }
-        else if (c->plane == AURA_PLANE_MGMT
-                 && !ap_find_linked_module("mod_aura_mgmt.c")) {
-            need = "mod_aura_mgmt";
-        }
-        if (c->plane == AURA_PLANE_MGMT && c->cors_star_at) {
-            ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
-                         AURA_LOGNO(00054) "AuraCORSAllowOrigin * at %s: "
-                         "the management plane (VirtualHost defined at "
-                         "%s:%d) answers CORS only for listed origins; "
-                         "name each console origin instead",
-                         c->cors_star_at,
-                         v->defn_name ? v->defn_name : "?",
-                         v->defn_line_number);
-            return HTTP_INTERNAL_SERVER_ERROR;
+        if (plane->module_file
+            && !ap_find_linked_module(plane->module_file)) {
+            need = plane->module_name;
         }
         if (need) {
             ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,

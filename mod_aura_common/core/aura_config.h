@@ -69,9 +69,6 @@ typedef struct {
     int health_detail;            /* AuraHealthDetail, AURA_UNSET */
     int public_route;             /* AuraPublic, AURA_UNSET */
     int streaming;                /* AuraStreaming, AURA_UNSET */
-    int scope;                    /* AuraScope (aura_scope_e), UNSET */
-    int require_role;             /* AuraRequireRole (aura_role_e), UNSET */
-    int key_rotation;             /* AuraKeyRotation, AURA_UNSET */
     apr_table_t *security_headers;/* AuraSecurityHeader: name -> value
                                      ("off" removes); NULL = unset */
     const struct aura_zone_t *zone;   /* AuraRateLimit; NULL = unset,
@@ -114,12 +111,9 @@ typedef struct {
     unsigned int jwt_algs;                 /* 0 = unset */
     apr_interval_time_t jwt_leeway;
     const char *jwt_issuer;
-    const char *jwt_audience;
     int jwt_max_len;
     apr_interval_time_t jwks_refresh;
     struct aura_jwt_state_t *jwt;          /* built in post_config */
-    apr_array_header_t *cors_origins;      /* AuraCORSAllowOrigin */
-    const char *cors_star_at;              /* file:line of a "*" in it */
     const char *cors_methods;
     const char *cors_headers;
     const char *cors_expose;
@@ -141,8 +135,6 @@ typedef struct {
     apr_interval_time_t target_sweep;      /* AuraTargetSweepInterval */
     int target_entries;                    /* AuraTargetBreakerEntries */
     const char *metrics_token;             /* AuraMetricsTokenFile's */
-    int jwt_aud_any;                       /* AuraJWTAudienceMatch any: 1,
-                                              all: 0, AURA_UNSET */
     int plane_max_in_flight;               /* AuraPlaneMaxInFlight
                                               (aura_cap.h), AURA_UNSET */
     /* Connections per address (aura_connlimit.c), read from the
@@ -213,22 +205,6 @@ typedef struct {
 #define AURA_DEFAULT_JWT_ALGS       "RS256 ES256"
 #define AURA_DEFAULT_JWT_LEEWAY     apr_time_from_sec(60)
 #define AURA_DEFAULT_JWKS_REFRESH   apr_time_from_sec(30)
-
-/* Management plane: where a request names what it concerns. */
-typedef enum {
-    AURA_SCOPE_PROJECT_HEADER = 0,   /* X-Project-Id (shared routes) */
-    AURA_SCOPE_PROJECT_PATH,         /* /v1/projects/{project}/... */
-    AURA_SCOPE_ORG_PATH              /* /v1/orgs/{org}/... */
-} aura_scope_e;
-
-/* Organization roles, in rank order. */
-typedef enum {
-    AURA_ROLE_MEMBER = 1,
-    AURA_ROLE_ADMIN,
-    AURA_ROLE_OWNER
-} aura_role_e;
-
-#define AURA_CONSOLE_AUDIENCE "aurabase-control"
 
 #define AURA_NATS_RECONNECT_UNSET (-2)
 

@@ -8,6 +8,12 @@
 
 #include "aura.h"
 
+/* The release, from VERSION through configure (Makefile.in passes it);
+ * a build outside the Makefile says so rather than failing. */
+#ifndef AURA_VERSION
+#define AURA_VERSION "(unversioned build)"
+#endif
+
 APLOG_USE_MODULE(aura_common);
 extern module AP_MODULE_DECLARE_DATA aura_common_module;
 

@@ -180,7 +180,7 @@ int aura_db_route(request_rec *r, const char **target, const char **url)
         rv = lookup(r, rq->project, &t);
         if (rv != APR_SUCCESS) {
             apr_table_setn(r->err_headers_out, "Retry-After",
-                           aura_db_retry_after(r));
+                           aura_store_retry_after(r));
             aura_problem_note(r, "store-unavailable", "the project's "
                               "database cannot be looked up right now");
             return HTTP_SERVICE_UNAVAILABLE;

@@ -9,11 +9,13 @@
  * Access-Control-Allow-Origin headers (fatal for browsers), and an
  * Access-Control-Allow-Credentials from a service never leaks out.
  *
- * Data plane CORS is "*" without credentials: the answer never depends
- * on the Origin, so no Vary is needed.  The management plane answers
- * only origins of its allow-list (AuraCORSAllowOrigin), echoing the
- * origin, with Vary: Origin; a preflight from anywhere else is refused
- * (403).  Preflights are answered from quick_handler, before any
+ * CORS follows the rule the plane module put in the request state
+ * (aura_cors_policy_t): any origin is "*" without credentials, where the
+ * answer never depends on the Origin, so no Vary is needed (the data
+ * plane's); an allow-list answers only its origins, echoing the origin,
+ * with Vary: Origin, and a preflight from anywhere else is refused (403)
+ * (the management plane's, AuraCORSAllowOrigin).  No rule, no CORS
+ * headers.  Preflights are answered from quick_handler, before any
  * credential or limiter.
  *
  * The gateway's namespace (aura_envelope_own_header(): aura-*,
@@ -41,7 +43,6 @@
 
 #define FILTER_NAME "AURA_HEADERS"
 #define UPGRADE_FILTER_NAME "AURA_UPGRADE"
-#define NOTE_PREFLIGHT "aura-preflight"
 #define NOTE_UPGRADE "aura-upgrade-armed"
 
 static ap_filter_rec_t *headers_filter;
@@ -144,10 +145,11 @@ static void set_owned(request_rec *r)
     }
 }
 
-/* The request's Origin when the management plane lists it, else NULL. */
-static const char *allowed_origin(request_rec *r)
+/* The request's Origin when the policy's allow-list has it, else NULL. */
+static const char *allowed_origin(request_rec *r,
+                                  const aura_cors_policy_t *policy)
 {
-    const apr_array_header_t *list = aura_server_conf(r->server)->cors_origins;
+    const apr_array_header_t *list = policy->origins;
     const char *origin = apr_table_get(r->headers_in, "Origin");
     int i;
 
@@ -167,13 +169,13 @@ static void set_cors(request_rec *r)
 
     unset_cors(r, r->headers_out);
     unset_cors(r, r->err_headers_out);
-    if (!rq) {
+    if (!rq || !rq->cors) {
         return;
     }
-    if (rq->plane == AURA_PLANE_MGMT) {
+    if (!rq->cors->any_origin) {
         /* The answer depends on the Origin: caches must know. */
         apr_table_mergen(r->headers_out, "Vary", "Origin");
-        origin = allowed_origin(r);
+        origin = allowed_origin(r, rq->cors);
         if (!origin) {
             return;
         }
@@ -184,7 +186,7 @@ static void set_cors(request_rec *r)
     }
     apr_table_setn(r->headers_out, "Access-Control-Expose-Headers",
                    conf_or(c->cors_expose, AURA_DEFAULT_CORS_EXPOSE));
-    if (apr_table_get(r->notes, NOTE_PREFLIGHT)) {
+    if (rq->cors_preflight) {
         apr_table_setn(r->headers_out, "Access-Control-Allow-Methods",
                        conf_or(c->cors_methods, AURA_DEFAULT_CORS_METHODS));
         apr_table_setn(r->headers_out, "Access-Control-Allow-Headers",
@@ -428,16 +430,18 @@ void aura_insert_headers_filter(request_rec *r)
 
 AURA_DECLARE(int) aura_cors_preflight(request_rec *r)
 {
+    aura_request_t *rq;
+
     if (r->method_number != M_OPTIONS
         || !apr_table_get(r->headers_in, "Origin")
         || !apr_table_get(r->headers_in, "Access-Control-Request-Method")
-        || !aura_request_get(r)) {
+        || !(rq = aura_request_get(r)) || !rq->cors) {
         return DECLINED;
     }
-    if (aura_request_get(r)->plane == AURA_PLANE_MGMT && !allowed_origin(r)) {
+    if (!rq->cors->any_origin && !allowed_origin(r, rq->cors)) {
         aura_problem_note(r, "forbidden", "this origin is not allowed");
         return HTTP_FORBIDDEN;
     }
-    apr_table_setn(r->notes, NOTE_PREFLIGHT, "1");
+    rq->cors_preflight = 1;
     return HTTP_NO_CONTENT;
 }

@@ -12,6 +12,7 @@
  */
 #include "core/aura_module.h"
 #include "core/aura_config.h"
+#include "core/aura_plane.h"
 #include "http/aura_metrics.h"
 #include "limit/aura_gcra_table.h"
 #include "resilience/aura_breaker_fsm.h"
@@ -29,7 +30,6 @@
 static const char *const class_names[AURA_STATUS_CLASSES] = {
     "1xx", "2xx", "3xx", "4xx", "5xx"
 };
-static const char *const plane_names[AURA_PLANES] = { "data", "management" };
 
 /* Equal length and bytes, in time that depends on the length only. */
 static int token_equal(const char *a, const char *b)
@@ -78,7 +78,7 @@ static void traffic(request_rec *r)
                 if (t.requests[p][s][c]) {
                     ap_rprintf(r, "aura_requests_total{plane=\"%s\","
                                "service=\"%s\",class=\"%s\"} %"
-                               APR_UINT64_T_FMT "\n", plane_names[p],
+                               APR_UINT64_T_FMT "\n", aura_plane_at(p)->name,
                                s < AURA_SVC_COUNT ? aura_service_names[s]
                                                   : "none",
                                class_names[c], t.requests[p][s][c]);
@@ -96,20 +96,20 @@ static void traffic(request_rec *r)
             if (b < AURA_LATENCY_BUCKETS - 1) {
                 ap_rprintf(r, "aura_request_duration_seconds_bucket{plane="
                            "\"%s\",le=\"%g\"} %" APR_UINT64_T_FMT "\n",
-                           plane_names[p], aura_latency_bounds[b],
+                           aura_plane_at(p)->name, aura_latency_bounds[b],
                            cumulative);
             }
             else {
                 ap_rprintf(r, "aura_request_duration_seconds_bucket{plane="
                            "\"%s\",le=\"+Inf\"} %" APR_UINT64_T_FMT "\n",
-                           plane_names[p], cumulative);
+                           aura_plane_at(p)->name, cumulative);
             }
         }
         ap_rprintf(r, "aura_request_duration_seconds_sum{plane=\"%s\"} "
-                   "%.6f\n", plane_names[p],
+                   "%.6f\n", aura_plane_at(p)->name,
                    (double)t.latency_sum_us[p] / APR_USEC_PER_SEC);
         ap_rprintf(r, "aura_request_duration_seconds_count{plane=\"%s\"} %"
-                   APR_UINT64_T_FMT "\n", plane_names[p], cumulative);
+                   APR_UINT64_T_FMT "\n", aura_plane_at(p)->name, cumulative);
     }
 }
 

@@ -42,18 +42,6 @@ AURA_DECLARE(aura_plane_e) aura_server_plane(const server_rec *s)
     return c->plane == AURA_UNSET ? AURA_PLANE_NONE : (aura_plane_e)c->plane;
 }
 
-AURA_DECLARE(const char *) aura_plane_name(aura_plane_e plane)
-{
-    switch (plane) {
-    case AURA_PLANE_DATA:
-        return "data";
-    case AURA_PLANE_MGMT:
-        return "management";
-    default:
-        return "none";
-    }
-}
-
 /* The path of the request target as sent.  Not r->parsed_uri.path:
  * ap_parse_uri strips leading slashes before parsing ("//v1/x" would be
  * "/v1/x" there), and httpd decodes and normalizes it in place later. */

@@ -35,6 +35,7 @@
  */
 #include "core/aura_module.h"
 #include "core/aura_config.h"
+#include "core/aura_plane.h"
 #include "core/aura_siphash.h"
 #include "limit/aura_connlimit.h"
 #include "limit/aura_conntable.h"
@@ -102,7 +103,7 @@ static int reading_cap_of(const aura_server_conf_t *c)
     int n = c->max_reading;
 
     if (n == AURA_UNSET) {
-        n = c->plane == AURA_PLANE_DATA ? AURA_CONN_AUTO : 0;
+        n = aura_plane_info(c->plane)->reading_auto ? AURA_CONN_AUTO : 0;
     }
     return n == AURA_CONN_AUTO ? auto_reading : n;
 }
@@ -113,8 +114,7 @@ static int cap_of(const aura_server_conf_t *c)
     int n = c->max_conns;
 
     if (n == AURA_UNSET) {
-        n = c->plane == AURA_PLANE_DATA || c->plane == AURA_PLANE_MGMT
-            ? AURA_CONN_AUTO : 0;
+        n = aura_plane_info(c->plane)->conns_auto ? AURA_CONN_AUTO : 0;
     }
     return n == AURA_CONN_AUTO ? auto_cap : n;
 }

@@ -372,23 +372,17 @@ static void decide_local(request_rec *r, const char *id,
     out->retry_after_ms = res.admitted ? 0 : reset_ms;
 }
 
-AURA_DECLARE(int) aura_limit_actor(request_rec *r)
+AURA_DECLARE(int) aura_limit_actor(request_rec *r, const char *id)
 {
     aura_request_t *rq = aura_request_get(r);
     const aura_quota_t *q;
     aura_quota_result_t res;
-    const char *id;
 
-    if (!rq || !rq->actor
-        || !(q = pick_quota(aura_dir_conf(r), rq->plan))) {
+    /* The id is the plane's: what one actor is (a key or a user within
+     * its project, a console user) is its policy, not this limiter's. */
+    if (!rq || !id || !(q = pick_quota(aura_dir_conf(r), rq->plan))) {
         return OK;
     }
-    /* Data plane: the actor within its project (a key, or a user of the
-     * project's auth); management: the console user. */
-    id = rq->plane == AURA_PLANE_DATA
-         ? apr_pstrcat(r->pool, "d:", rq->project ? rq->project : "-", ":",
-                       rq->actor, NULL)
-         : apr_pstrcat(r->pool, "m:", rq->actor, NULL);
     /* Identity is bounded where it enters (AURA_SUB_MAX, AURA_ID_MAX),
      * far below a limiter key; should a longer one ever get here, it is
      * refused, never cut (two actors would share a quota). */

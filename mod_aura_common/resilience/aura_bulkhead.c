@@ -38,6 +38,7 @@
  */
 #include "core/aura_module.h"
 #include "core/aura_config.h"
+#include "core/aura_plane.h"
 #include "resilience/aura_bulkhead.h"
 #include "resilience/aura_cap.h"
 #include "shm/aura_shm.h"
@@ -327,15 +328,13 @@ void aura_cap_register(void)
 
 static int plane_index(aura_plane_e plane)
 {
-    return AURA_SVC_COUNT + (plane == AURA_PLANE_MGMT ? 1 : 0);
+    return AURA_SVC_COUNT + aura_plane_info(plane)->index;
 }
 
 static apr_uint64_t plane_cap(const server_rec *s, aura_plane_e plane)
 {
     return aura_cap_resolve(aura_server_conf(s)->plane_max_in_flight,
-                            workers, plane == AURA_PLANE_MGMT
-                                     ? AURA_CAP_AUTO_MGMT_PCT
-                                     : AURA_CAP_AUTO_DATA_PCT);
+                            workers, aura_plane_info(plane)->cap_auto_pct);
 }
 
 static apr_status_t hold_cleanup(void *data)

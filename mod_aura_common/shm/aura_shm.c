@@ -19,6 +19,7 @@
  */
 #include "core/aura_module.h"
 #include "core/aura_config.h"
+#include "core/aura_plane.h"
 #include "limit/aura_conntable.h"
 #include "limit/aura_gcra_table.h"
 #include "limit/aura_limit.h"
@@ -560,7 +561,7 @@ const double aura_latency_bounds[AURA_LATENCY_BUCKETS - 1] = {
 void aura_shm_record(aura_plane_e plane, int service, int status,
                      apr_interval_time_t duration)
 {
-    int p = plane == AURA_PLANE_MGMT ? 1 : 0;
+    int p = aura_plane_info(plane)->index;
     int svc = service >= 0 && service < AURA_SVC_COUNT ? service
                                                        : AURA_SVC_COUNT;
     int cls = status >= 100 && status < 600 ? status / 100 - 1 : 4;

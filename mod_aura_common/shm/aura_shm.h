@@ -10,6 +10,7 @@
 #include "aura.h"
 #include "apr_global_mutex.h"
 #include "core/aura_config.h"
+#include "core/aura_plane.h"
 #include "limit/aura_conntable.h"
 #include "limit/aura_gcra_table.h"
 #include "limit/aura_quota_share.h"
@@ -69,7 +70,6 @@ void aura_count(aura_counter_e c);
 
 /* Requests by plane, service and status class, and a latency histogram
  * per plane (aura_metrics.c reads them, aura_accesslog.c records). */
-#define AURA_PLANES          2                  /* data, management */
 #define AURA_STATUS_CLASSES  5                  /* 1xx .. 5xx */
 #define AURA_LATENCY_BUCKETS 12                 /* the last is +Inf */
 extern const double aura_latency_bounds[AURA_LATENCY_BUCKETS - 1];
@@ -179,8 +179,7 @@ apr_global_mutex_t *aura_shm_mutex(void);
                                                             planes */
 /* "auto": percentages of the instance's workers (MaxRequestWorkers). */
 #define AURA_CAP_AUTO_SERVICE_PCT 50
-#define AURA_CAP_AUTO_DATA_PCT    70
-#define AURA_CAP_AUTO_MGMT_PCT    20
+/* The planes' percentages: core/aura_plane.h. */
 typedef struct {
     volatile apr_uint64_t in_flight[AURA_CAP_COUNTERS];
     volatile apr_uint64_t refused[AURA_CAP_COUNTERS];  /* 503s, by the cap

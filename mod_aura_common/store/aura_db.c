@@ -769,9 +769,44 @@ apr_status_t aura_db_query(request_rec *r, aura_db_stmt_e id,
            : how == RUN_NO_ANSWER ? APR_TIMEUP : APR_EGENERAL;
 }
 
-const char *aura_db_retry_after(request_rec *r)
+AURA_DECLARE(const char *) aura_store_retry_after(request_rec *r)
 {
     aura_request_private_t *p = aura_request_private(r);
 
     return p && p->store_retry_after ? p->store_retry_after : "1";
+}
+
+/* The organization role of user in the org or the project's org; the
+ * project's org goes to *org.  APR_NOTFOUND: no membership (or no such
+ * project: the same answer, so existence does not leak). */
+AURA_DECLARE(apr_status_t) aura_store_member_role(request_rec *r,
+                                                  aura_member_of_e of,
+                                                  const char *id,
+                                                  const char *user,
+                                                  const char **org,
+                                                  const char **role)
+{
+    const char *params[2] = { id, user };
+    PGresult *res;
+    apr_status_t rv;
+
+    if (of == AURA_MEMBER_OF_ORG) {
+        rv = aura_db_query(r, AURA_DB_ORG_ROLE, params, &res);
+        if (rv == APR_SUCCESS && PQntuples(res) == 1) {
+            *org = id;
+            *role = apr_pstrdup(r->pool, PQgetvalue(res, 0, 0));
+            return APR_SUCCESS;
+        }
+        return rv == APR_SUCCESS ? APR_NOTFOUND : rv;
+    }
+    rv = aura_db_query(r, AURA_DB_PROJECT_ROLE, params, &res);
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (PQntuples(res) != 1 || PQgetisnull(res, 0, 1)) {
+        return APR_NOTFOUND;
+    }
+    *org = apr_pstrdup(r->pool, PQgetvalue(res, 0, 0));
+    *role = apr_pstrdup(r->pool, PQgetvalue(res, 0, 1));
+    return APR_SUCCESS;
 }

@@ -28,8 +28,8 @@ int aura_db_configured(void);
 apr_status_t aura_db_query(request_rec *r, aura_db_stmt_e id,
                            const char *const *params,
                            struct pg_result **out);
-/* The Retry-After of a 503 store-unavailable after aura_db_query()
- * failed for r: the breaker's cooldown left, else "1". */
-const char *aura_db_retry_after(request_rec *r);
+/* aura_store_retry_after (aura.h): the Retry-After of a 503
+ * store-unavailable after aura_db_query() failed for r: the breaker's
+ * cooldown left, else "1". */
 
 #endif /* AURA_DB_H */
