@@ -1,13 +1,15 @@
 /* Licensed under the Apache License, Version 2.0 (see LICENSE).
  *
  * aura_request.c: the request state, one struct per request behind
- * aura_request_t (aura_request.h).  The bottom layer: it calls nothing
- * of mod_aura_common, so every stage may read and write it.  What
+ * aura_request_t (aura_request.h), and the plane of the request's
+ * VirtualHost.  The bottom layer: it calls nothing of mod_aura_common
+ * but the configuration, so every stage may read and write it.  What
  * mod_aura_proxy needs of it goes through typed functions (aura.h), not
  * r->notes: the budget is a duration, never a decimal string parsed
  * back.
  */
 #include "core/aura_module.h"
+#include "core/aura_config.h"
 #include "core/aura_request.h"
 
 /* The public part first: aura_request_t's address is the state's. */
@@ -15,6 +17,15 @@ typedef struct {
     aura_request_t pub;
     aura_request_private_t priv;
 } request_state_t;
+
+/* Here, not with the routing stage: every layer asks it (the JWKS
+ * fetcher, the access log), and the routing stage calls those. */
+AURA_DECLARE(aura_plane_e) aura_server_plane(const server_rec *s)
+{
+    const aura_server_conf_t *c = aura_server_conf(s);
+
+    return c->plane == AURA_UNSET ? AURA_PLANE_NONE : (aura_plane_e)c->plane;
+}
 
 AURA_DECLARE(aura_request_t *) aura_request_get(request_rec *r)
 {

@@ -35,13 +35,6 @@
 
 #define FILENAME_PREFIX "aura:"
 
-AURA_DECLARE(aura_plane_e) aura_server_plane(const server_rec *s)
-{
-    const aura_server_conf_t *c = aura_server_conf(s);
-
-    return c->plane == AURA_UNSET ? AURA_PLANE_NONE : (aura_plane_e)c->plane;
-}
-
 /* The path of the request target as sent.  Not r->parsed_uri.path:
  * ap_parse_uri strips leading slashes before parsing ("//v1/x" would be
  * "/v1/x" there), and httpd decodes and normalizes it in place later. */
