@@ -4,7 +4,7 @@
  * (aura.h) is what the plane modules see; the part only mod_aura_common
  * reads hangs off it here, so that no stage hands another a string in
  * r->notes: the route's decision, the problem a stage refused with, the
- * store's Retry-After.
+ * store's Retry-After, the armed upgrade.
  */
 #ifndef AURA_REQUEST_H
 #define AURA_REQUEST_H
@@ -47,6 +47,10 @@ typedef struct aura_request_private_t {
     const char *problem_detail;
     /** Seconds until the store's breaker admits a probe (aura_db.c). */
     const char *store_retry_after;
+    /** The request_rec whose WebSocket upgrade response is armed with
+     *  the gateway's headers (aura_headers.c): once, however many
+     *  times mod_proxy tries. */
+    const request_rec *upgrade_armed_for;
 } aura_request_private_t;
 
 /** A new state for r, set in its request_config; never NULL. */

@@ -32,6 +32,7 @@
  */
 #include "core/aura_module.h"
 #include "core/aura_config.h"
+#include "core/aura_request.h"
 #include "http/aura_headers.h"
 #include "nats/aura_envelope.h"
 #include "nats/aura_envelope.h"
@@ -43,7 +44,6 @@
 
 #define FILTER_NAME "AURA_HEADERS"
 #define UPGRADE_FILTER_NAME "AURA_UPGRADE"
-#define NOTE_UPGRADE "aura-upgrade-armed"
 
 static ap_filter_rec_t *headers_filter;
 static ap_filter_rec_t *upgrade_filter;
@@ -374,6 +374,7 @@ void aura_headers_arm_upgrade(request_rec *r)
 {
     conn_rec *c = r->connection;
     aura_request_t *rq = aura_request_get(r);
+    aura_request_private_t *p = rq ? rq->priv : NULL;
     upgrade_ctx_t *ctx;
     const char *lines;
     apr_size_t i;
@@ -381,10 +382,10 @@ void aura_headers_arm_upgrade(request_rec *r)
     /* Once per request (mod_proxy may try several times); HTTP/1.1 only:
      * HTTP/2 carries no Upgrade. */
     if (!rq || c->master || r->proto_num != HTTP_VERSION(1, 1)
-        || apr_table_get(r->notes, NOTE_UPGRADE)) {
+        || p->upgrade_armed_for == r) {
         return;
     }
-    apr_table_setn(r->notes, NOTE_UPGRADE, "1");
+    p->upgrade_armed_for = r;
     ctx = upgrade_ctx(c);
     if (!ctx) {
         return;
