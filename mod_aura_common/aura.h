@@ -408,7 +408,7 @@ AURA_DECLARE(const char *) aura_upstream_origin(request_rec *r);
 
 /**
  * The route's budget for that upstream: the worker's I/O timeout.
- * @return 0 unless aura_upstream_origin(r) is not NULL.
+ * @return the budget; 0 when aura_upstream_origin(r) is NULL.
  */
 AURA_DECLARE(apr_interval_time_t) aura_upstream_budget(request_rec *r);
 
