@@ -393,43 +393,17 @@ static void verdict_no_reply(aura_breaker_hold_t *hold, natsStatus s,
     }
 }
 
-int aura_natsproxy_handler(request_rec *r)
+/* The envelope of r for subject, with a reply inbox of its own: OK, or
+ * the status to answer with (the problem noted). */
+static int make_message(request_rec *r, const char *subject,
+                        apr_int64_t limit, aura_inbox_t **inbox,
+                        natsMsg **msg)
 {
-    const aura_route_t *route;
-    aura_dir_conf_t *d;
-    aura_request_t *rq;
+    aura_request_t *rq = aura_request_get(r);
     aura_envelope_req_t in;
-    natsConnection *nc;
-    aura_inbox_t *inbox = NULL;
-    natsMsg *msg = NULL, *reply = NULL;
-    aura_breaker_hold_t *hold = NULL;
-    aura_cap_hold_t *slot = NULL;
-    int bus_failed = 0, gone = 0;
     natsStatus s;
-    apr_time_t deadline;
-    apr_int64_t limit;
     int rc;
 
-    route = aura_request_route(r);
-    /* The routing stage's decision (aura_route.c): HTTP routes are
-     * mod_proxy's (aura_httpproxy.c). */
-    if (!r->handler || strcmp(r->handler, AURA_HANDLER_SERVICE) || !route
-        || route->kind != AURA_ROUTE_NATS) {
-        return DECLINED;
-    }
-    d = aura_dir_conf(r);
-    if (d->service == AURA_UNSET) {
-        return DECLINED;
-    }
-    nc = aura_nats_conn();
-    if (!aura_nats_connected()) {
-        return refuse(r, HTTP_SERVICE_UNAVAILABLE, "upstream-error",
-                      "the message bus is unavailable");
-    }
-    limit = aura_nats_max_payload();
-    if (aura_declared_length(r) > limit) {
-        return aura_too_large(r, limit);
-    }
     memset(&in, 0, sizeof(in));
     rc = read_body(r, limit, &in.body, &in.body_len);
     if (rc != OK) {
@@ -438,7 +412,6 @@ int aura_natsproxy_handler(request_rec *r)
     in.method = r->method;
     in.path = raw_path(r);
     in.query = r->args;
-    rq = aura_request_get(r);
     in.request_id = rq->request_id;
     in.plane = aura_plane_name(rq->plane);
     aura_forward_credentials(r, r->headers_in);
@@ -450,22 +423,37 @@ int aura_natsproxy_handler(request_rec *r)
     in.actor = rq->actor;
     in.traceparent = rq->traceparent;
     in.tracestate = rq->tracestate;
-    s = aura_inbox_open(r->pool, &inbox);
+    s = aura_inbox_open(r->pool, inbox);
     if (s != NATS_OK) {
-        return request_failed(r, s, d->upstream, limit);
+        return request_failed(r, s, subject, limit);
     }
-    in.reply = aura_inbox_subject(inbox);
-
-    s = aura_envelope_encode(r->pool, d->upstream, &in, &msg);
+    in.reply = aura_inbox_subject(*inbox);
+    s = aura_envelope_encode(r->pool, subject, &in, msg);
     if (s != NATS_OK) {
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, AURA_LOGNO(00025)
                       "cannot build the NATS message: %s",
                       natsStatus_GetText(s));
         return HTTP_INTERNAL_SERVER_ERROR;
     }
-    apr_pool_cleanup_register(r->pool, msg, aura_nats_msg_cleanup,
+    apr_pool_cleanup_register(r->pool, *msg, aura_nats_msg_cleanup,
                               apr_pool_cleanup_null);
-    deadline = apr_time_now() + aura_route_timeout(d);
+    return OK;
+}
+
+/* Sends msg under the service's breaker and in-flight cap, then relays
+ * the reply; the status of the answer. */
+static int exchange(request_rec *r, const aura_dir_conf_t *d,
+                    natsConnection *nc, natsMsg *msg, aura_inbox_t *inbox,
+                    apr_int64_t limit)
+{
+    apr_time_t deadline = apr_time_now() + aura_route_timeout(d);
+    natsMsg *reply = NULL;
+    aura_breaker_hold_t *hold = NULL;
+    aura_cap_hold_t *slot = NULL;
+    int bus_failed = 0, gone = 0;
+    natsStatus s;
+    int rc;
+
     /* A request that waited for a worker after its client left takes no
      * probe of the breaker either. */
     if (aura_client_gone(r)) {
@@ -506,4 +494,38 @@ int aura_natsproxy_handler(request_rec *r)
     rc = send_reply(r, reply, inbox, d->upstream, hold);
     aura_cap_leave(slot);
     return rc;
+}
+
+int aura_natsproxy_handler(request_rec *r)
+{
+    const aura_route_t *route = aura_request_route(r);
+    aura_dir_conf_t *d;
+    aura_inbox_t *inbox = NULL;
+    natsMsg *msg = NULL;
+    apr_int64_t limit;
+    int rc;
+
+    /* The routing stage's decision (aura_route.c): HTTP routes are
+     * mod_proxy's (aura_httpproxy.c). */
+    if (!r->handler || strcmp(r->handler, AURA_HANDLER_SERVICE) || !route
+        || route->kind != AURA_ROUTE_NATS) {
+        return DECLINED;
+    }
+    d = aura_dir_conf(r);
+    if (d->service == AURA_UNSET) {
+        return DECLINED;
+    }
+    if (!aura_nats_connected()) {
+        return refuse(r, HTTP_SERVICE_UNAVAILABLE, "upstream-error",
+                      "the message bus is unavailable");
+    }
+    limit = aura_nats_max_payload();
+    if (aura_declared_length(r) > limit) {
+        return aura_too_large(r, limit);
+    }
+    rc = make_message(r, d->upstream, limit, &inbox, &msg);
+    if (rc != OK) {
+        return rc;
+    }
+    return exchange(r, d, aura_nats_conn(), msg, inbox, limit);
 }

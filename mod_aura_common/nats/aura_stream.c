@@ -336,14 +336,70 @@ static int check_message(stream_t *st, natsMsg *m, apr_int64_t expected)
     return mark == AURA_STREAM_END;
 }
 
+/* The messages after begin, the first acknowledgement's status s: each
+ * becomes the response's next bytes until the end message.  Returns
+ * the handler's status. */
+static int relay_rest(stream_t *st, apr_interval_time_t idle, natsStatus s)
+{
+    request_rec *r = st->r;
+    apr_int64_t expected;
+    apr_status_t rv;
+
+    for (expected = 1; s == NATS_OK; expected++) {
+        natsMsg *m = NULL;
+        int last, gone = 0;
+
+        s = aura_inbox_next_unless_gone(r, st->inbox, apr_time_now() + idle,
+                                        &m, &gone);
+        if (gone) {
+            /* Between two messages of a slow stream: cancelled now, not
+             * at the next write nor after the idle budget. */
+            r->connection->aborted = 1;
+            aura_count(AURA_CTR_GONE_WAITING);
+            return client_gone(st, APR_ECONNABORTED);
+        }
+        if (s != NATS_OK) {
+            return wait_failed(st, s, idle);
+        }
+        apr_pool_cleanup_register(r->pool, m, aura_nats_msg_cleanup,
+                                  apr_pool_cleanup_null);
+        st->messages++;
+        if (!reply_allowed(st, m, expected)) {
+            /* The cancel goes to the last allowed subject, if any. */
+            return abort_stream(st);
+        }
+        remember_reply(st, m);
+        last = check_message(st, m, expected);
+        if (last < 0) {
+            return abort_stream(st);
+        }
+        rv = pass(st, natsMsg_GetData(m),
+                  (apr_size_t)natsMsg_GetDataLength(m), last);
+        if (rv != APR_SUCCESS) {
+            return client_gone(st, rv);
+        }
+        s = ack(st, m);
+        /* Run, not kill: the message is freed now, not with r->pool. */
+        apr_pool_cleanup_run(r->pool, m, aura_nats_msg_cleanup);
+        if (last) {
+            /* The response is complete even if the last ack was lost. */
+            ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(00065)
+                          "stream on %s complete: %" APR_INT64_T_FMT
+                          " messages after begin, %" APR_OFF_T_FMT
+                          " bytes", st->subject, st->messages, st->bytes);
+            return OK;
+        }
+    }
+    /* An acknowledgement could not be published. */
+    return wait_failed(st, s, idle);
+}
+
 int aura_stream_relay(request_rec *r, aura_inbox_t *inbox,
                       struct __natsMsg *begin, const char *body,
                       apr_size_t body_len, const char *subject)
 {
     apr_interval_time_t idle = aura_route_timeout(aura_dir_conf(r));
-    apr_int64_t expected;
     apr_status_t rv;
-    natsStatus s;
     stream_t st;
 
     memset(&st, 0, sizeof(st));
@@ -379,52 +435,5 @@ int aura_stream_relay(request_rec *r, aura_inbox_t *inbox,
     if (rv != APR_SUCCESS) {
         return client_gone(&st, rv);
     }
-    s = ack(&st, begin);
-    for (expected = 1; s == NATS_OK; expected++) {
-        natsMsg *m = NULL;
-        int last, gone = 0;
-
-        s = aura_inbox_next_unless_gone(r, inbox, apr_time_now() + idle, &m,
-                                        &gone);
-        if (gone) {
-            /* Between two messages of a slow stream: cancelled now, not
-             * at the next write nor after the idle budget. */
-            r->connection->aborted = 1;
-            aura_count(AURA_CTR_GONE_WAITING);
-            return client_gone(&st, APR_ECONNABORTED);
-        }
-        if (s != NATS_OK) {
-            return wait_failed(&st, s, idle);
-        }
-        apr_pool_cleanup_register(r->pool, m, aura_nats_msg_cleanup,
-                                  apr_pool_cleanup_null);
-        st.messages++;
-        if (!reply_allowed(&st, m, expected)) {
-            /* The cancel goes to the last allowed subject, if any. */
-            return abort_stream(&st);
-        }
-        remember_reply(&st, m);
-        last = check_message(&st, m, expected);
-        if (last < 0) {
-            return abort_stream(&st);
-        }
-        rv = pass(&st, natsMsg_GetData(m),
-                  (apr_size_t)natsMsg_GetDataLength(m), last);
-        if (rv != APR_SUCCESS) {
-            return client_gone(&st, rv);
-        }
-        s = ack(&st, m);
-        /* Run, not kill: the message is freed now, not with r->pool. */
-        apr_pool_cleanup_run(r->pool, m, aura_nats_msg_cleanup);
-        if (last) {
-            /* The response is complete even if the last ack was lost. */
-            ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(00065)
-                          "stream on %s complete: %" APR_INT64_T_FMT
-                          " messages after begin, %" APR_OFF_T_FMT
-                          " bytes", subject, st.messages, st.bytes);
-            return OK;
-        }
-    }
-    /* An acknowledgement could not be published. */
-    return wait_failed(&st, s, idle);
+    return relay_rest(&st, idle, ack(&st, begin));
 }
