@@ -198,20 +198,11 @@ static natsStatus build_options(apr_pool_t *p, const aura_server_conf_t *c,
 {
     natsOptions *o = NULL;
     natsStatus s = natsOptions_Create(&o);
-    const char **urls;
     int n;
+    const char **urls = aura_conf_nats_servers(p, c, &n);
 
     if (s != NATS_OK) {
         return s;
-    }
-    if (c->nats_servers) {
-        urls = (const char **)c->nats_servers->elts;
-        n = c->nats_servers->nelts;
-    }
-    else {
-        urls = apr_pcalloc(p, sizeof(*urls));
-        urls[0] = AURA_DEFAULT_NATS_URL;
-        n = 1;
     }
     s = natsOptions_SetServers(o, urls, n);
     if (s == NATS_OK) {

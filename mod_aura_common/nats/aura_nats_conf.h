@@ -15,6 +15,22 @@
 #define AURA_DEFAULT_NATS_MAX_RECONNECT (-1)     /* unlimited */
 #define AURA_DEFAULT_NATS_PING         apr_time_from_sec(30)
 
+/* The server URLs (n of them) to hand to natsOptions_SetServers. */
+static APR_INLINE const char **
+aura_conf_nats_servers(apr_pool_t *p, const aura_server_conf_t *c, int *n)
+{
+    const char **urls;
+
+    if (c->nats_servers) {
+        *n = c->nats_servers->nelts;
+        return (const char **)c->nats_servers->elts;
+    }
+    urls = apr_pcalloc(p, sizeof(*urls));
+    urls[0] = AURA_DEFAULT_NATS_URL;
+    *n = 1;
+    return urls;
+}
+
 static APR_INLINE const char *
 aura_conf_nats_name(const aura_server_conf_t *c)
 {
