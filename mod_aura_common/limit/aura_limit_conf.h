@@ -12,6 +12,8 @@
 #include "limit/aura_connlimit.h"
 #include "limit/aura_limit.h"
 
+#define AURA_DEFAULT_LIMITER_ENTRIES 65536
+#define AURA_DEFAULT_IPV6_PREFIX     64
 /* Redis's own port and database; the rest ours. */
 #define AURA_DEFAULT_REDIS_PORT      6379
 #define AURA_DEFAULT_REDIS_DB        0
