@@ -57,9 +57,10 @@
 #define N_ACTORS  100
 #define NOIPA     __attribute__((noipa))
 
-/* The module's defaults: zone "default", 100 r/s, burst 1000, 65536
- * entries (core/aura_config.h); the quota of the benchmark's actors is high
- * enough that every call takes the admitted path (INCR + PEXPIRE). */
+/* The module's defaults: zone "default", 100 r/s, burst 1000
+ * (limit/aura_limit.h), 65536 entries (limit/aura_limit_conf.h); the
+ * quota of the benchmark's actors is high enough that every call takes
+ * the admitted path (INCR + PEXPIRE). */
 #define ZONE_RATE      100
 #define ZONE_BURST     1000
 #define TABLE_ENTRIES  65536

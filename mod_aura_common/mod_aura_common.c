@@ -1,7 +1,8 @@
 /* Licensed under the Apache License, Version 2.0 (see LICENSE).
  *
- * mod_aura_common.c: the module record and hook registration of
- * mod_aura_common.  Glue only: each concern lives in its own aura_*.c
+ * mod_aura_common.c: the module record, the command table, the start-up
+ * checks and hook registration of mod_aura_common.  Glue only: each
+ * concern lives in its own folder, its directives in its *_conf.c
  * file.  The plane modules (mod_aura_data, mod_aura_mgmt) decide which
  * requests are theirs; what is registered here acts only on requests a
  * plane module took in (aura_request_begin), so loading this module
@@ -9,31 +10,117 @@
  */
 #include "core/aura_module.h"
 #include "auth/aura_jwks.h"
+#include "auth/aura_jwt_conf.h"
 #include "auth/aura_keystore.h"
 #include "core/aura_config.h"
+#include "core/aura_plane.h"
 #include "core/aura_reqid.h"
 #include "http/aura_accesslog.h"
 #include "http/aura_dbrouter.h"
 #include "http/aura_headers.h"
+#include "http/aura_headers_conf.h"
 #include "http/aura_health.h"
 #include "http/aura_httpproxy.h"
 #include "http/aura_metrics.h"
 #include "http/aura_problem.h"
 #include "http/aura_route.h"
+#include "http/aura_route_conf.h"
 #include "limit/aura_connlimit.h"
 #include "limit/aura_limit.h"
+#include "limit/aura_limit_conf.h"
 #include "nats/aura_inbox.h"
 #include "nats/aura_nats.h"
+#include "nats/aura_nats_conf.h"
 #include "nats/aura_natsproxy.h"
 #include "resilience/aura_breaker.h"
 #include "resilience/aura_bulkhead.h"
+#include "resilience/aura_resilience_conf.h"
 #include "shm/aura_shm.h"
 #include "store/aura_db.h"
 #include "store/aura_redis.h"
+#include "store/aura_store_conf.h"
 
 #include "http_request.h"
 #include "http_core.h"
 #include "http_protocol.h"
+
+/* The command table, by concern; each concern's entries are defined
+ * next to its handlers (its *_conf.h).  httpd does not care about the
+ * order. */
+static const command_rec aura_cmds[] = {
+    /* plane directives (moving to the plane modules) */
+    AURA_PLANE_DIRECTIVES,
+    AURA_NATS_DIRECTIVES,
+    AURA_ROUTE_DIRECTIVES,
+    AURA_STORE_DIRECTIVES,
+    AURA_JWT_DIRECTIVES,
+    AURA_HEADERS_DIRECTIVES,
+    AURA_LIMIT_DIRECTIVES,
+    AURA_RESILIENCE_DIRECTIVES,
+    AURA_METRICS_DIRECTIVES,
+    { NULL }
+};
+
+/* An HTTP upstream is mod_proxy's to reach, through the worker
+ * mod_aura_proxy chooses: without them such a route would fail on every
+ * request.  Refuse to start instead, naming the first such line. */
+static int http_route_modules_ok(apr_pool_t *pconf)
+{
+    static const char *const needed[] = {
+        "mod_proxy.c", "mod_proxy_http.c", "mod_aura_proxy.c", NULL
+    };
+    const char *at = aura_http_route_at(pconf);
+    int i;
+
+    for (i = 0; at && needed[i]; i++) {
+        if (!ap_find_linked_module(needed[i])) {
+            ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
+                         AURA_LOGNO(00098) "AuraService with an http(s) "
+                         "upstream (or AuraDBRouter On) at %s needs "
+                         "mod_proxy, mod_proxy_http and mod_aura_proxy (%s "
+                         "is not loaded): add their LoadModule lines, "
+                         "mod_aura_proxy after mod_proxy",
+                         at, needed[i]);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The plane modules are what make a plane do anything: a VirtualHost that
+ * names a plane whose module is not loaded would silently serve nothing
+ * of the policy.  Refuse to start instead (also under apachectl -t). */
+static int aura_check_config(apr_pool_t *pconf, apr_pool_t *plog,
+                             apr_pool_t *ptemp, server_rec *s)
+{
+    server_rec *v;
+
+    (void)plog;
+    if (!http_route_modules_ok(pconf) || !aura_accesslog_check(ptemp)) {
+        return HTTP_INTERNAL_SERVER_ERROR;
+    }
+    for (v = s; v; v = v->next) {
+        aura_server_conf_t *c = aura_server_conf(v);
+        const aura_plane_info_t *plane = aura_plane_info(c->plane);
+        const char *need = NULL;
+
+        if (plane->module_file
+            && !ap_find_linked_module(plane->module_file)) {
+            need = plane->module_name;
+        }
+        if (need) {
+            ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
+                         AURA_LOGNO(00001) "AuraPlane %s in the VirtualHost "
+                         "defined at %s:%d needs %s: add its LoadModule "
+                         "line (after mod_aura_common)",
+                         aura_plane_name(c->plane),
+                         v->defn_name ? v->defn_name : "?",
+                         v->defn_line_number, need);
+            return HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+    return OK;
+}
 
 /* Registered as the optional function plane modules check at start. */
 static int aura_common_api_version(void)

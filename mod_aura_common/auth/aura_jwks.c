@@ -25,6 +25,7 @@
 #include "auth/aura_identity.h"
 #include "auth/aura_jwks.h"
 #include "auth/aura_jwt.h"
+#include "auth/aura_jwt_conf.h"
 #include "core/aura_config.h"
 #include "nats/aura_envelope.h"
 #include "nats/aura_nats.h"
@@ -175,7 +176,6 @@ apr_status_t aura_jwks_post_config(apr_pool_t *pconf, server_rec *s)
     for (v = s; v; v = v->next) {
         aura_server_conf_t *c = aura_server_conf(v);
         aura_jwt_state_t *st;
-        const char *err = NULL;
 
         c->jwt = NULL;
         /* Only a plane takes tokens: a key file in the main server must
@@ -205,17 +205,12 @@ apr_status_t aura_jwks_post_config(apr_pool_t *pconf, server_rec *s)
                 st->from_nats = src->kind == AURA_JWT_SRC_NATS;
             }
         }
-        st->policy.algs = c->jwt_algs ? c->jwt_algs
-                                      : aura_jwt_parse_algs(
-                                            AURA_DEFAULT_JWT_ALGS, &err);
-        st->policy.leeway = c->jwt_leeway != AURA_UNSET
-                                ? c->jwt_leeway : AURA_DEFAULT_JWT_LEEWAY;
+        st->policy.algs = aura_conf_jwt_algs(c);
+        st->policy.leeway = aura_conf_jwt_leeway(c);
         st->policy.issuer = c->jwt_issuer;
-        st->policy.max_len = c->jwt_max_len != AURA_UNSET
-                                 ? (apr_size_t)c->jwt_max_len : 0;
+        st->policy.max_len = aura_conf_jwt_max_len(c);
         st->policy.require_sub = 1;
-        st->refresh = c->jwks_refresh != AURA_UNSET
-                          ? c->jwks_refresh : AURA_DEFAULT_JWKS_REFRESH;
+        st->refresh = aura_conf_jwks_refresh(c);
         c->jwt = st;
     }
     return APR_SUCCESS;

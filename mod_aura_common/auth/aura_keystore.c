@@ -39,6 +39,7 @@
 #include "auth/aura_apikey.h"
 #include "core/aura_siphash.h"
 #include "auth/aura_identity.h"
+#include "store/aura_store_conf.h"
 
 #include "apr_atomic.h"
 #include "apr_thread_mutex.h"
@@ -77,13 +78,10 @@ static unsigned char tag_keys[2][AURA_SIPHASH_KEY_LEN];
 void aura_keystore_child_init(apr_pool_t *pchild, server_rec *s)
 {
     const aura_server_conf_t *c = aura_server_conf(s);
-    int n = c->key_cache_size != AURA_UNSET ? c->key_cache_size
-                                            : AURA_DEFAULT_KEY_CACHE_SIZE;
+    int n = aura_conf_key_cache_size(c);
 
-    cache_ttl = c->key_cache_ttl != AURA_UNSET ? c->key_cache_ttl
-                                               : AURA_DEFAULT_KEY_CACHE_TTL;
-    cache_stale = c->key_cache_stale != AURA_UNSET
-                  ? c->key_cache_stale : AURA_DEFAULT_KEY_CACHE_STALE;
+    cache_ttl = aura_conf_key_cache_ttl(c);
+    cache_stale = aura_conf_key_cache_stale(c);
     slots = apr_pcalloc(pchild, sizeof(*slots) * (apr_size_t)n);
     slot_mask = (apr_uint32_t)n - 1;
     /* Without secret tag keys the cache is off (slots NULL): a guessable

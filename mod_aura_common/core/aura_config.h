@@ -16,26 +16,13 @@
  * an explicit value from an inherited default. */
 #define AURA_UNSET (-1)
 
-/* Defaults, applied by the getters so that UNSET survives every merge. */
-#define AURA_DEFAULT_NATS_URL          "nats://127.0.0.1:4222"
-#define AURA_DEFAULT_NATS_CONNECT      apr_time_from_sec(2)
-#define AURA_DEFAULT_NATS_RECONNECT    apr_time_from_msec(250)
-#define AURA_DEFAULT_NATS_PING         apr_time_from_sec(30)
+/* Each concern's defaults sit next to its getters, in the concern's
+ * *_conf.h (e.g. nats/aura_nats_conf.h): a reader finds a field's
+ * directive, default and getter together, and no use site writes
+ * "x != AURA_UNSET ? x : default". */
+
+/* A Location's upstream budget (AuraTimeout). */
 #define AURA_DEFAULT_TIMEOUT           apr_time_from_sec(30)
-#define AURA_DEFAULT_DB_POOL_MAX       8
-#define AURA_DEFAULT_DB_TIMEOUT        apr_time_from_sec(2)
-#define AURA_DEFAULT_KEY_CACHE_TTL     apr_time_from_sec(10)
-#define AURA_DEFAULT_KEY_CACHE_STALE   apr_time_from_sec(300)
-#define AURA_DEFAULT_KEY_CACHE_SIZE    4096
-#define AURA_DEFAULT_KEY_INVALIDATION  "aura.keys.invalidate"
-#define AURA_DEFAULT_CORS_METHODS \
-    "GET, POST, PUT, PATCH, DELETE, OPTIONS"
-#define AURA_DEFAULT_CORS_HEADERS \
-    "apikey, x-api-key, authorization, content-type, x-request-id, " \
-    "traceparent, tracestate, prefer, range, x-client-info, x-project-id"
-#define AURA_DEFAULT_CORS_EXPOSE \
-    "X-Request-Id, Retry-After, RateLimit, RateLimit-Policy, Content-Range"
-#define AURA_DEFAULT_CORS_MAX_AGE      600
 
 #define AURA_HANDLER_SERVICE "aura-service"
 #define AURA_HANDLER_HEALTH  "aura-health"
@@ -171,13 +158,6 @@ typedef struct {
 } aura_breaker_setting_t;
 #define AURA_BREAKER_SETTING_STORE (AURA_SVC_COUNT + 1)
 
-#define AURA_DEFAULT_BREAKER_THRESHOLD    5
-#define AURA_DEFAULT_BREAKER_COOLDOWN_MS  30000
-#define AURA_DEFAULT_BREAKER_PROBES       1
-/* Longer than the longest budget of the sample (functions, 380 s). */
-#define AURA_DEFAULT_BREAKER_PROBE_TTL_MS 400000
-#define AURA_DEFAULT_RETRIES              2
-#define AURA_DEFAULT_TARGET_SWEEP         apr_time_from_sec(60)
 /* Retries may be at most this share of the requests waiting on an
  * upstream, across all children, but always this many (Envoy's retry
  * budget: 20 %, at least 3). */
@@ -202,20 +182,15 @@ typedef struct {
     apr_size_t len;
 } aura_jwt_source_t;
 
-#define AURA_DEFAULT_JWT_ALGS       "RS256 ES256"
-#define AURA_DEFAULT_JWT_LEEWAY     apr_time_from_sec(60)
-#define AURA_DEFAULT_JWKS_REFRESH   apr_time_from_sec(30)
-
 #define AURA_NATS_RECONNECT_UNSET (-2)
 
-/* aura_config.c */
-extern const command_rec aura_cmds[];
+/* aura_config.c: the bottom layer every concern reads its configuration
+ * through; it calls nothing above it.  The command table and the
+ * start-up checks are the hook glue's (mod_aura_common.c). */
 void *aura_create_server_conf(apr_pool_t *p, server_rec *s);
 void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv);
 void *aura_create_dir_conf(apr_pool_t *p, char *dir);
 void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv);
-int aura_check_config(apr_pool_t *pconf, apr_pool_t *plog,
-                      apr_pool_t *ptemp, server_rec *s);
 aura_dir_conf_t *aura_dir_conf(request_rec *r);
 aura_server_conf_t *aura_server_conf(const server_rec *s);
 apr_interval_time_t aura_route_timeout(const aura_dir_conf_t *d);
@@ -228,5 +203,25 @@ const char *aura_parse_int(cmd_parms *cmd, const char *arg, int min,
                            int max, int *out);
 const char *aura_global_only(cmd_parms *cmd);
 aura_server_conf_t *aura_cmd_server_conf(cmd_parms *cmd);
+/* Sets the int field at the command table's offset (cmd->info) of the
+ * dir conf to the flag's value. */
+const char *aura_set_dir_flag(cmd_parms *cmd, void *dirv, int on);
+
+/* Plane directives (moving to the plane modules): their handlers are
+ * aura_config.c's until mod_aura_mgmt / mod_aura_data take them. */
+const char *aura_set_plane(cmd_parms *cmd, void *dummy, const char *arg);
+
+#define AURA_PLANE_DIRECTIVES \
+    AP_INIT_TAKE1("AuraPlane", aura_set_plane, NULL, RSRC_CONF, \
+                  "The plane this VirtualHost serves: " \
+                  "data | management | none"), \
+    AP_INIT_FLAG("AuraPublic", aura_set_dir_flag, \
+                 (void *)APR_OFFSETOF(aura_dir_conf_t, public_route), \
+                 ACCESS_CONF, "Whether this Location needs no credential"), \
+    AP_INIT_FLAG("AuraStreaming", aura_set_dir_flag, \
+                 (void *)APR_OFFSETOF(aura_dir_conf_t, streaming), \
+                 ACCESS_CONF, \
+                 "Whether this Location streams (WebSocket, SSE): the " \
+                 "apikey query parameter is accepted there")
 
 #endif /* AURA_CONFIG_H */

@@ -34,6 +34,7 @@
 #include "core/aura_config.h"
 #include "core/aura_request.h"
 #include "http/aura_headers.h"
+#include "http/aura_headers_conf.h"
 #include "nats/aura_envelope.h"
 #include "nats/aura_envelope.h"
 
@@ -55,11 +56,6 @@ static const char *const default_security[][2] = {
     { "X-Frame-Options", "DENY" },
     { NULL, NULL }
 };
-
-static const char *conf_or(const char *v, const char *def)
-{
-    return v ? v : def;
-}
 
 /* Drops every Access-Control-* header a service sent. */
 static int drop_cors(void *data, const char *key, const char *val)
@@ -185,16 +181,14 @@ static void set_cors(request_rec *r)
         apr_table_setn(r->headers_out, "Access-Control-Allow-Origin", "*");
     }
     apr_table_setn(r->headers_out, "Access-Control-Expose-Headers",
-                   conf_or(c->cors_expose, AURA_DEFAULT_CORS_EXPOSE));
+                   aura_conf_cors_expose(c));
     if (rq->cors_preflight) {
         apr_table_setn(r->headers_out, "Access-Control-Allow-Methods",
-                       conf_or(c->cors_methods, AURA_DEFAULT_CORS_METHODS));
+                       aura_conf_cors_methods(c));
         apr_table_setn(r->headers_out, "Access-Control-Allow-Headers",
-                       conf_or(c->cors_headers, AURA_DEFAULT_CORS_HEADERS));
+                       aura_conf_cors_headers(c));
         apr_table_setn(r->headers_out, "Access-Control-Max-Age",
-                       apr_itoa(r->pool, c->cors_max_age != AURA_UNSET
-                                         ? c->cors_max_age
-                                         : AURA_DEFAULT_CORS_MAX_AGE));
+                       apr_itoa(r->pool, aura_conf_cors_max_age(c)));
     }
 }
 

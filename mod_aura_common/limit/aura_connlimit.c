@@ -40,6 +40,7 @@
 #include "limit/aura_connlimit.h"
 #include "limit/aura_conntable.h"
 #include "limit/aura_limit.h"
+#include "limit/aura_limit_conf.h"
 #include "shm/aura_shm.h"
 #include "core/aura_siphash.h"
 
@@ -137,8 +138,7 @@ static apr_uint64_t key_of(const conn_rec *c, const aura_server_conf_t *sc)
 {
     unsigned char buf[2 + 17 + 17];
     apr_size_t n;
-    int prefix = sc->ipv6_prefix != AURA_UNSET ? sc->ipv6_prefix
-                                               : AURA_DEFAULT_IPV6_PREFIX;
+    int prefix = aura_conf_ipv6_prefix(sc);
 
     buf[0] = (unsigned char)(c->local_addr->port >> 8);
     buf[1] = (unsigned char)(c->local_addr->port & 0xff);

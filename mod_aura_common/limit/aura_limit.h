@@ -40,11 +40,9 @@ extern const aura_quota_t aura_quota_off;
 #define AURA_DEFAULT_ZONE            "default"
 #define AURA_DEFAULT_ZONE_RATE       100
 #define AURA_DEFAULT_ZONE_BURST      1000
-#define AURA_DEFAULT_LIMITER_ENTRIES 65536
 #define AURA_MIN_LIMITER_ENTRIES     64
 #define AURA_MAX_LIMITER_ENTRIES     (1 << 24)
 #define AURA_MAX_ZONES               64        /* "default" included */
-#define AURA_DEFAULT_IPV6_PREFIX     64
 
 /* aura_limit_directives.c: the rate-limit and Redis directives. */
 apr_array_header_t *aura_zones(apr_pool_t *pconf);

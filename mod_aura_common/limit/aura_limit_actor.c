@@ -36,6 +36,7 @@
 #include "core/aura_module.h"
 #include "core/aura_config.h"
 #include "limit/aura_limit.h"
+#include "limit/aura_limit_conf.h"
 #include "limit/aura_quota_share.h"
 #include "resilience/aura_breaker.h"
 #include "resilience/aura_breaker_fsm.h"
@@ -76,12 +77,9 @@ static aura_breaker_conf_t redis_breaker;
 
 apr_status_t aura_quota_post_config(apr_pool_t *pconf, server_rec *s)
 {
-    apr_interval_time_t retry = aura_server_conf(s)->redis_retry;
+    apr_interval_time_t retry = aura_conf_redis_retry(aura_server_conf(s));
 
     (void)pconf;
-    if (retry == AURA_UNSET) {
-        retry = AURA_DEFAULT_REDIS_RETRY;
-    }
     /* One failed call is enough evidence: each one costs an
      * authenticated request up to AuraRedisTimeout. */
     return aura_breaker_conf_init(&redis_breaker, 1,
@@ -106,7 +104,7 @@ static void redis_state_change(request_rec *r, int down, apr_status_t rv)
 {
     volatile apr_uint64_t *flag = aura_shm_flag(AURA_FLAG_REDIS_DOWN);
     const aura_server_conf_t *c = aura_server_conf(r->server);
-    int instances = c->instances != AURA_UNSET ? c->instances : 1;
+    int instances = aura_conf_instances(c);
 
     if (down && apr_atomic_cas64(flag, 1, 0) == 0) {
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, rv, r, AURA_LOGNO(00082)
@@ -199,8 +197,7 @@ static apr_int64_t instances_of(const request_rec *r)
 {
     const aura_server_conf_t *c = aura_server_conf(r->server);
 
-    return c->instances != AURA_UNSET && c->instances > 0 ? c->instances
-                                                           : 1;
+    return aura_conf_instances(c);
 }
 
 /* The number of the quota's current window, as the script numbers

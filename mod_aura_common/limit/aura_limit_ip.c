@@ -25,6 +25,7 @@
 #include "limit/aura_gcra.h"
 #include "limit/aura_gcra_table.h"
 #include "limit/aura_limit.h"
+#include "limit/aura_limit_conf.h"
 #include "shm/aura_shm.h"
 
 #include "http_protocol.h"
@@ -175,7 +176,7 @@ AURA_DECLARE(int) aura_limit_ip(request_rec *r)
 {
     const aura_dir_conf_t *d = aura_dir_conf(r);
     const aura_zone_t *z = d->zone ? d->zone : default_zone;
-    int prefix = aura_server_conf(r->server)->ipv6_prefix;
+    int prefix = aura_conf_ipv6_prefix(aura_server_conf(r->server));
     unsigned char addr[17];
     aura_limiter_slot_t *slots;
     aura_shm_table_t *t;
@@ -188,8 +189,7 @@ AURA_DECLARE(int) aura_limit_ip(request_rec *r)
         return OK;
     }
     n = aura_address_bytes(r->useragent_addr,
-                           prefix != AURA_UNSET ? prefix
-                                                : AURA_DEFAULT_IPV6_PREFIX,
+                           prefix,
                            addr);
     key = aura_limiter_key("ip", z->name, addr, n);
     switch (aura_limiter_take(slots, sets, key, &z->gcra, aura_clock_ns(),

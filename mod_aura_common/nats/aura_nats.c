@@ -25,6 +25,8 @@
 #include "auth/aura_identity.h"
 #include "core/aura_config.h"
 #include "nats/aura_nats.h"
+#include "nats/aura_nats_conf.h"
+#include "store/aura_store_conf.h"
 
 #include "apr_strings.h"
 #include "apr_atomic.h"
@@ -196,44 +198,30 @@ static natsStatus build_options(apr_pool_t *p, const aura_server_conf_t *c,
 {
     natsOptions *o = NULL;
     natsStatus s = natsOptions_Create(&o);
-    const char **urls;
     int n;
+    const char **urls = aura_conf_nats_servers(p, c, &n);
 
     if (s != NATS_OK) {
         return s;
     }
-    if (c->nats_servers) {
-        urls = (const char **)c->nats_servers->elts;
-        n = c->nats_servers->nelts;
-    }
-    else {
-        urls = apr_pcalloc(p, sizeof(*urls));
-        urls[0] = AURA_DEFAULT_NATS_URL;
-        n = 1;
-    }
     s = natsOptions_SetServers(o, urls, n);
     if (s == NATS_OK) {
-        s = natsOptions_SetName(o, c->nats_name ? c->nats_name : "mod_aura");
+        s = natsOptions_SetName(o, aura_conf_nats_name(c));
     }
     if (s == NATS_OK) {
         s = natsOptions_SetTimeout(o, apr_time_as_msec(
-            c->nats_connect_timeout != AURA_UNSET ? c->nats_connect_timeout
-                                                  : AURA_DEFAULT_NATS_CONNECT));
+            aura_conf_nats_connect_timeout(c)));
     }
     if (s == NATS_OK) {
         s = natsOptions_SetReconnectWait(o, apr_time_as_msec(
-            c->nats_reconnect_wait != AURA_UNSET ? c->nats_reconnect_wait
-                                                 : AURA_DEFAULT_NATS_RECONNECT));
+            aura_conf_nats_reconnect_wait(c)));
     }
     if (s == NATS_OK) {
-        s = natsOptions_SetMaxReconnect(o,
-            c->nats_max_reconnect != AURA_NATS_RECONNECT_UNSET
-                ? c->nats_max_reconnect : -1);
+        s = natsOptions_SetMaxReconnect(o, aura_conf_nats_max_reconnect(c));
     }
     if (s == NATS_OK) {
         s = natsOptions_SetPingInterval(o, apr_time_as_msec(
-            c->nats_ping_interval != AURA_UNSET ? c->nats_ping_interval
-                                                : AURA_DEFAULT_NATS_PING));
+            aura_conf_nats_ping_interval(c)));
     }
     if (s == NATS_OK) {
         s = natsOptions_SetFailRequestsOnDisconnect(o, true);
@@ -355,9 +343,7 @@ void aura_nats_child_init(apr_pool_t *pchild, server_rec *s)
     /* Every child of every instance listens: a rotation anywhere drops
      * the project's cached keys here.  nats.c keeps the subscription
      * across reconnects (and sends it once a retried connect succeeds). */
-    invalidation_subject = c->key_invalidation_subject
-                               ? c->key_invalidation_subject
-                               : AURA_DEFAULT_KEY_INVALIDATION;
+    invalidation_subject = aura_conf_key_invalidation_subject(c);
     if (natsConnection_Subscribe(&invalidation_sub, child_nc,
                                  invalidation_subject, on_invalidation,
                                  NULL) != NATS_OK) {

@@ -52,6 +52,7 @@
 #include "resilience/aura_breaker.h"
 #include "resilience/aura_bulkhead.h"
 #include "resilience/aura_gone.h"
+#include "resilience/aura_resilience_conf.h"
 #include "shm/aura_shm.h"
 #include "nats/aura_envelope.h"
 
@@ -343,8 +344,7 @@ static natsStatus send_with_retries(request_rec *r, natsConnection *nc,
                                     int *bus_failed, int *gone)
 {
     const aura_dir_conf_t *d = aura_dir_conf(r);
-    int retries = d->retries != AURA_UNSET ? d->retries
-                                           : AURA_DEFAULT_RETRIES;
+    int retries = aura_conf_retries(d);
     apr_interval_time_t wait = RETRY_FIRST_WAIT;
     natsStatus s;
     int n;

@@ -42,6 +42,7 @@
  */
 #include "core/aura_module.h"
 #include "core/aura_config.h"
+#include "http/aura_route_conf.h"
 #include "nats/aura_inbox.h"
 #include "nats/aura_nats.h"
 #include "nats/aura_stream.h"
@@ -407,9 +408,7 @@ int aura_stream_relay(request_rec *r, aura_inbox_t *inbox,
     st.nc = aura_nats_conn();
     st.inbox = inbox;
     st.subject = subject;
-    st.ack_prefix = aura_dir_conf(r)->stream_ack_prefix
-                    ? aura_dir_conf(r)->stream_ack_prefix
-                    : AURA_STREAM_ACK_PREFIX_DEFAULT;
+    st.ack_prefix = aura_conf_stream_ack_prefix(aura_dir_conf(r));
     st.bb = apr_brigade_create(r->pool, r->connection->bucket_alloc);
     if (!reply_allowed(&st, begin, 0)) {
         /* Nothing is out yet: the client gets a 502, not the service's

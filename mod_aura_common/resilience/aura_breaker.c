@@ -36,6 +36,7 @@
 #include "limit/aura_limit.h"
 #include "resilience/aura_breaker.h"
 #include "resilience/aura_breaker_fsm.h"
+#include "resilience/aura_resilience_conf.h"
 #include "shm/aura_shm.h"
 #include "store/aura_db.h"
 #include "resilience/aura_breaker_fsm.h"
@@ -149,8 +150,7 @@ apr_status_t aura_breaker_post_config(apr_pool_t *pconf, server_rec *s)
             return APR_EINVAL;
         }
     }
-    sweep_interval = c->target_sweep != AURA_UNSET
-                     ? c->target_sweep : AURA_DEFAULT_TARGET_SWEEP;
+    sweep_interval = aura_conf_target_sweep(c);
     return register_sweep(pconf, s);
 }
 

@@ -29,9 +29,5 @@ int aura_breaker_status_ok(int status);
  * aura_breaker_enter() (the key store's) too. */
 void aura_breaker_who(aura_breaker_who_t *who, apr_interval_time_t budget);
 void aura_breaker_describe(struct json_t *obj);
-const char *aura_set_breaker(cmd_parms *cmd, void *dummy, const char *args);
-const char *aura_set_retries(cmd_parms *cmd, void *dirv, const char *arg);
-const char *aura_set_target_sweep(cmd_parms *cmd, void *dummy,
-                                  const char *arg);
 
 #endif /* AURA_BREAKER_H */

@@ -23,8 +23,10 @@
 #include "limit/aura_conntable.h"
 #include "limit/aura_gcra_table.h"
 #include "limit/aura_limit.h"
+#include "limit/aura_limit_conf.h"
 #include "limit/aura_quota_share.h"
 #include "resilience/aura_breaker_fsm.h"
+#include "resilience/aura_resilience_conf.h"
 #include "shm/aura_layout.h"
 #include "shm/aura_shm.h"
 #include "shm/aura_layout.h"
@@ -343,9 +345,7 @@ static const char *geometry_of(apr_pool_t *pconf, apr_pool_t *p,
 {
     const aura_server_conf_t *c = aura_server_conf(s);
     apr_array_header_t *zones = apr_array_copy(p, aura_zones(pconf));
-    apr_uint64_t entries = c->limiter_entries != AURA_UNSET
-                           ? (apr_uint64_t)c->limiter_entries
-                           : AURA_DEFAULT_LIMITER_ENTRIES;
+    apr_uint64_t entries = aura_conf_limiter_entries(c);
     apr_uint64_t off = JWKS_OFFSET, h;
     int i;
 
@@ -367,9 +367,7 @@ static const char *geometry_of(apr_pool_t *pconf, apr_pool_t *p,
     }
     /* A power of two: the slot is the hash's low bits. */
     for (g->targets = 16;
-         g->targets < (apr_uint64_t)(c->target_entries != AURA_UNSET
-                                     ? c->target_entries
-                                     : AURA_DEFAULT_TARGET_ENTRIES);
+         g->targets < (apr_uint64_t)aura_conf_target_entries(c);
          g->targets <<= 1) {
         continue;
     }

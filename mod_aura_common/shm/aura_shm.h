@@ -107,7 +107,6 @@ typedef enum {
 volatile apr_uint64_t *aura_shm_flag(aura_flag_e f);
 
 /* The breakers of dedicated PostgREST targets (aura_breaker.c). */
-#define AURA_DEFAULT_TARGET_ENTRIES 1024
 /* Slots a target's hash may use, from its home slot on. */
 #define AURA_TARGET_PROBE_RUN 16
 typedef struct {

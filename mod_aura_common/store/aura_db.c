@@ -47,6 +47,7 @@
 #include "shm/aura_shm.h"
 #include "store/aura_db.h"
 #include "resilience/aura_breaker_fsm.h"
+#include "store/aura_store_conf.h"
 
 #include "apr_atomic.h"
 #include "apr_strings.h"
@@ -523,13 +524,11 @@ static apr_status_t pool_init(apr_pool_t *pchild, int max)
 void aura_db_child_init(apr_pool_t *pchild, server_rec *s)
 {
     const aura_server_conf_t *c = aura_server_conf(s);
-    int max = c->db_pool_max != AURA_UNSET ? c->db_pool_max
-                                           : AURA_DEFAULT_DB_POOL_MAX;
+    int max = aura_conf_db_pool_max(c);
     apr_interval_time_t user_timeout;
     apr_status_t rv;
 
-    db_timeout = c->db_timeout != AURA_UNSET ? c->db_timeout
-                                             : AURA_DEFAULT_DB_TIMEOUT;
+    db_timeout = aura_conf_db_timeout(c);
     if (!c->db_params) {
         return;
     }

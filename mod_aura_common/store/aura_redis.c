@@ -45,6 +45,7 @@
  */
 #include "core/aura_module.h"
 #include "core/aura_config.h"
+#include "limit/aura_limit_conf.h"
 #include "store/aura_redis.h"
 
 #include "apr_atomic.h"
@@ -57,14 +58,6 @@
 #include <string.h>
 
 #include <hiredis/hiredis.h>
-
-/* core/aura_config.h has no defaults for these (yet): Redis's own. */
-#ifndef AURA_DEFAULT_REDIS_PORT
-#define AURA_DEFAULT_REDIS_PORT 6379
-#endif
-#ifndef AURA_DEFAULT_REDIS_DB
-#define AURA_DEFAULT_REDIS_DB 0
-#endif
 
 /* An idle context older than this is closed instead of reused: one a
  * firewall or NAT may have dropped silently is not worth a timeout. */
@@ -241,15 +234,10 @@ void aura_redis_child_init(apr_pool_t *pchild, server_rec *s)
     }
     /* pconf, where the host lives, outlives the child pool. */
     redis_host = c->redis_host;
-    redis_port = c->redis_port != AURA_UNSET ? c->redis_port
-                                             : AURA_DEFAULT_REDIS_PORT;
-    redis_db = c->redis_db != AURA_UNSET ? c->redis_db
-                                         : AURA_DEFAULT_REDIS_DB;
-    redis_pool_max = c->redis_pool_max != AURA_UNSET
-                     ? c->redis_pool_max : AURA_DEFAULT_REDIS_POOL_MAX;
-    /* 0 would mean "wait forever" to both apr_reslist and SO_RCVTIMEO. */
-    redis_timeout = c->redis_timeout > 0 ? c->redis_timeout
-                                         : AURA_DEFAULT_REDIS_TIMEOUT;
+    redis_port = aura_conf_redis_port(c);
+    redis_db = aura_conf_redis_db(c);
+    redis_pool_max = aura_conf_redis_pool_max(c);
+    redis_timeout = aura_conf_redis_timeout(c);
     compute_script_sha();
     rv = apr_reslist_create(&redis_pool, 0, redis_pool_max, redis_pool_max,
                             AURA_REDIS_IDLE_TTL, redis_ctor, redis_dtor,

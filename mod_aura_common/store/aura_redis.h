@@ -8,10 +8,6 @@
 
 #include "aura.h"
 
-#define AURA_DEFAULT_REDIS_TIMEOUT   apr_time_from_msec(100)
-#define AURA_DEFAULT_REDIS_RETRY     apr_time_from_sec(1)
-#define AURA_DEFAULT_REDIS_POOL_MAX  8
-
 /* aura_redis.c: the per-child Redis pool and the sliding-window script
  * of the actor quota (DESIGN.md section 8). */
 typedef struct {
