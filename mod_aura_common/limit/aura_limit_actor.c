@@ -236,52 +236,42 @@ static aura_fallback_slot_t *fallback_record(const char *id,
     return slot;
 }
 
-/* APR_SUCCESS when Redis decided; otherwise the caller falls back.
- * Each answer is kept in the actor's record (the count a fallback
- * starts from), and the first call after local decisions hands them
- * over to Redis (aura_quota_share.h). */
-static apr_status_t decide_redis(request_rec *r, const char *id,
-                                 const aura_quota_t *q,
-                                 aura_quota_result_t *out)
+/* Whether the Redis breaker lets this call out (g: its grant).  The
+ * probe is recorded with this process: one lost with a child killed
+ * mid-call is taken over by the next call (issue #16), not left
+ * half-open for good. */
+static int redis_call_allowed(request_rec *r, volatile apr_uint64_t *word,
+                              volatile apr_uint64_t *holders,
+                              aura_breaker_grant_t *g)
 {
-    volatile apr_uint64_t *word = aura_shm_breaker(AURA_BREAKER_REDIS);
-    volatile apr_uint64_t *holders =
-        aura_shm_breaker_holders(AURA_BREAKER_REDIS);
-    apr_int64_t want = lease_size(q);
-    aura_quota_handover_t h;
-    aura_fallback_slot_t *rec;
-    apr_uint64_t key = 0;
-    aura_breaker_grant_t g;
     aura_breaker_who_t who;
-    apr_status_t rv;
-    int full;
 
-    if (!aura_redis_configured() || !word) {
-        return APR_ENOTIMPL;
-    }
-    if (want > 1) {
-        key = quota_key("lease", id, q);
-        if (key && lease_take(key, q, out)) {
-            aura_count(AURA_CTR_ACTOR_LEASE);
-            return APR_SUCCESS;
-        }
-    }
-    /* The probe is recorded with this process: one lost with a child
-     * killed mid-call is taken over by the next call (issue #16), not
-     * left half-open for good. */
     aura_breaker_who(&who, aura_redis_call_max());
     aura_breaker_acquire_held(word, holders, &redis_breaker, now_ms(), &who,
-                              &g);
-    if (g.took_over) {
+                              g);
+    if (g->took_over) {
         aura_count(AURA_CTR_BREAKER_PROBE_RECOVERED);
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, AURA_LOGNO(01206)
                       "Redis breaker: the probe held by process %u was "
                       "lost (the process is gone, or the probe outlived "
-                      "its call); this call is the probe now", g.lost_pid);
+                      "its call); this call is the probe now", g->lost_pid);
     }
-    if (g.ticket == AURA_BRK_DENY) {
-        return APR_EAGAIN;
-    }
+    return g->ticket != AURA_BRK_DENY;
+}
+
+/* One call of the quota script for id, handing over what this instance
+ * admitted locally since Redis last answered (aura_quota_share.h); the
+ * answer is kept in the actor's record, the count a fallback starts
+ * from. */
+static apr_status_t ask_redis(request_rec *r, const char *id,
+                              const aura_quota_t *q, apr_int64_t want,
+                              aura_quota_result_t *out)
+{
+    aura_quota_handover_t h;
+    aura_fallback_slot_t *rec;
+    apr_status_t rv;
+    int full;
+
     memset(&h, 0, sizeof(h));
     rec = fallback_record(id, q, &full);
     if (rec) {
@@ -302,18 +292,53 @@ static apr_status_t decide_redis(request_rec *r, const char *id,
          * never. */
         aura_fallback_settle(rec, h.window, h.count, rv == APR_SUCCESS);
     }
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (rec) {
+        aura_fallback_seen(rec, out->window, out->count);
+    }
+    if (h.count) {
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(01100)
+                      "actor %s: %" APR_INT64_T_FMT " requests admitted "
+                      "locally in window %" APR_UINT64_T_FMT " handed "
+                      "over to Redis, which counts %" APR_INT64_T_FMT
+                      " in window %" APR_UINT64_T_FMT, id, h.count,
+                      h.window, out->count, out->window);
+    }
+    return APR_SUCCESS;
+}
+
+/* APR_SUCCESS when Redis decided (or a lease this child holds did);
+ * otherwise the caller falls back.  Every call's outcome feeds the
+ * Redis breaker. */
+static apr_status_t decide_redis(request_rec *r, const char *id,
+                                 const aura_quota_t *q,
+                                 aura_quota_result_t *out)
+{
+    volatile apr_uint64_t *word = aura_shm_breaker(AURA_BREAKER_REDIS);
+    volatile apr_uint64_t *holders =
+        aura_shm_breaker_holders(AURA_BREAKER_REDIS);
+    apr_int64_t want = lease_size(q);
+    apr_uint64_t key = 0;
+    aura_breaker_grant_t g;
+    apr_status_t rv;
+
+    if (!aura_redis_configured() || !word) {
+        return APR_ENOTIMPL;
+    }
+    if (want > 1) {
+        key = quota_key("lease", id, q);
+        if (key && lease_take(key, q, out)) {
+            aura_count(AURA_CTR_ACTOR_LEASE);
+            return APR_SUCCESS;
+        }
+    }
+    if (!redis_call_allowed(r, word, holders, &g)) {
+        return APR_EAGAIN;
+    }
+    rv = ask_redis(r, id, q, want, out);
     if (rv == APR_SUCCESS) {
-        if (rec) {
-            aura_fallback_seen(rec, out->window, out->count);
-        }
-        if (h.count) {
-            ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(01100)
-                          "actor %s: %" APR_INT64_T_FMT " requests admitted "
-                          "locally in window %" APR_UINT64_T_FMT " handed "
-                          "over to Redis, which counts %" APR_INT64_T_FMT
-                          " in window %" APR_UINT64_T_FMT, id, h.count,
-                          h.window, out->count, out->window);
-        }
         if (key) {
             lease_keep(key, out);
         }

@@ -338,18 +338,17 @@ static void conn_geometry(geometry_t *g)
     }
 }
 
-/* The geometry of this configuration, its offsets and fingerprint.
- * NULL, or why it cannot be laid out. */
-static const char *geometry_of(apr_pool_t *pconf, apr_pool_t *p,
+/* How many tables, of which sizes, and how many target slots: from the
+ * zones (in name order, so reordering them keeps the segment) and the
+ * server's settings.  NULL, or why not. */
+static const char *size_tables(apr_pool_t *pconf, apr_pool_t *p,
                                server_rec *s, geometry_t *g)
 {
     const aura_server_conf_t *c = aura_server_conf(s);
     apr_array_header_t *zones = apr_array_copy(p, aura_zones(pconf));
     apr_uint64_t entries = aura_conf_limiter_entries(c);
-    apr_uint64_t off = JWKS_OFFSET, h;
     int i;
 
-    memset(g, 0, sizeof(*g));
     if (zones->nelts + 1 > AURA_TABLES_MAX) {
         return apr_psprintf(p, "%d zones, more than %d", zones->nelts,
                             AURA_MAX_ZONES);
@@ -371,6 +370,16 @@ static const char *geometry_of(apr_pool_t *pconf, apr_pool_t *p,
          g->targets <<= 1) {
         continue;
     }
+    return NULL;
+}
+
+/* Every table's offset, one after the other from the JWKS slots on, and
+ * the segment's size.  NULL, or what does not fit. */
+static const char *place_tables(apr_pool_t *p, geometry_t *g)
+{
+    apr_uint64_t off = JWKS_OFFSET;
+    int i;
+
     if (!grow(&off, (apr_uint64_t)AURA_JWKS_SLOTS
                     * sizeof(aura_shm_jwks_t))) {
         return "the JWKS slots do not fit";
@@ -413,6 +422,15 @@ static const char *geometry_of(apr_pool_t *pconf, apr_pool_t *p,
         return "the journals of the children (ServerLimit) do not fit";
     }
     g->size = off;
+    return NULL;
+}
+
+/* The fingerprint a segment is reused by: the layout of every shared
+ * struct (layout_rows, kept in g->layout too) and of this geometry. */
+static apr_uint64_t fingerprint_of(geometry_t *g)
+{
+    apr_uint64_t h;
+    int i;
 
     g->layout = aura_layout_fingerprint(layout_rows, sizeof(layout_rows)
                                                      / sizeof(layout_rows[0]));
@@ -437,8 +455,25 @@ static const char *geometry_of(apr_pool_t *pconf, apr_pool_t *p,
     h = aura_layout_mix(h, g->journals);
     h = aura_layout_mix(h, g->journal_records);
     h = aura_layout_mix(h, g->journal_stride);
-    g->fingerprint = aura_layout_mix(h, g->size);
-    return NULL;
+    return aura_layout_mix(h, g->size);
+}
+
+/* The geometry of this configuration, its offsets and fingerprint.
+ * NULL, or why it cannot be laid out. */
+static const char *geometry_of(apr_pool_t *pconf, apr_pool_t *p,
+                               server_rec *s, geometry_t *g)
+{
+    const char *why;
+
+    memset(g, 0, sizeof(*g));
+    why = size_tables(pconf, p, s, g);
+    if (!why) {
+        why = place_tables(p, g);
+    }
+    if (!why) {
+        g->fingerprint = fingerprint_of(g);
+    }
+    return why;
 }
 
 static aura_shm_table_t *directory(aura_shm_header_t *h)
