@@ -13,8 +13,17 @@
  * credentials are refused, expired or revoked) nats.c keeps retrying in
  * the background and the routes answer 503 at once (aura_natsproxy.c
  * asks whether the connection is up); aura_nats_report() says why in
- * the error log, from the status and text nats.c keeps as the
- * connection's last error.
+ * the error log.  While connected, nats.c keeps the reason as the
+ * connection's last error (and calls the error handler).  While it
+ * retries a connect, it does not: measured with nats.c 3.4.1, the last
+ * error then only says "No server available for connection", the real
+ * reason stays in the reconnect thread's own error stack.  So the
+ * report starts a probe: one connect with the same options, without
+ * retries, on a thread of its own, whose status and error text are the
+ * reason ("SSL handshake error: ... unable to get local issuer
+ * certificate", "Authorization Violation").  One probe at a time, at
+ * most one every PROBE_EVERY seconds per child, only while the
+ * connection is down.
  */
 #include "core/aura_module.h"
 #include "nats/aura_nats_auth.h"
@@ -24,8 +33,11 @@
 #include "apr_atomic.h"
 #include "apr_strings.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define PROBE_EVERY 2       /* seconds */
 
 /* nats.c frees what the callbacks return (malloc'd). */
 static natsStatus user_jwt(char **jwt, char **err_text, void *closure)
@@ -134,16 +146,118 @@ static const char *classify(natsStatus err, const char *text)
     return NULL;
 }
 
-/* Seconds of the last report + 1 (0: never): once a second at most,
- * whichever thread asks. */
+/* Seconds of the last report (or probe) + 1 (0: never): one a second
+ * (every PROBE_EVERY seconds) at most, whichever thread asks. */
 static volatile apr_uint32_t last_report;
+static volatile apr_uint32_t last_probe;
+static volatile apr_uint32_t probing;
+
+static int take_turn(volatile apr_uint32_t *last, apr_uint32_t every)
+{
+    apr_uint32_t now = (apr_uint32_t)apr_time_sec(apr_time_now()) + 1;
+    apr_uint32_t was = apr_atomic_read32(last);
+
+    return (was == 0 || now >= was + every)
+           && apr_atomic_cas32(last, now, was) == was;
+}
+
+static void log_reason(server_rec *s, natsStatus err, const char *text)
+{
+    const char *why = classify(err, text);
+
+    if (!why || !take_turn(&last_report, 1)) {
+        return;
+    }
+    ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, AURA_LOGNO(01320)
+                 "NATS connection refused: %s: %s (%s); NATS routes "
+                 "answer 503", why, natsStatus_GetText(err),
+                 text && *text ? text : "-");
+}
+
+static natsStatus probe_options(apr_pool_t *p, const aura_server_conf_t *c,
+                                natsOptions **out)
+{
+    natsOptions *o = NULL;
+    int n;
+    const char **urls = aura_conf_nats_servers(p, c, &n);
+    natsStatus st = natsOptions_Create(&o);
+
+    if (st != NATS_OK) {
+        return st;
+    }
+    st = natsOptions_SetServers(o, urls, n);
+    if (st == NATS_OK) {
+        st = natsOptions_SetAllowReconnect(o, false);
+    }
+    if (st == NATS_OK) {
+        st = natsOptions_SetTimeout(o, apr_time_as_msec(
+            aura_conf_nats_connect_timeout(c)));
+    }
+    if (st == NATS_OK) {
+        st = aura_nats_secure_options(o, c);
+    }
+    if (st != NATS_OK) {
+        natsOptions_Destroy(o);
+        return st;
+    }
+    *out = o;
+    return NATS_OK;
+}
+
+/* The probe's thread: one connect, its reason logged, nothing kept. */
+static void *probe_main(void *arg)
+{
+    server_rec *s = arg;
+    natsOptions *o = NULL;
+    natsConnection *nc = NULL;
+    apr_pool_t *p = NULL;
+    natsStatus st = NATS_NO_MEMORY;
+    const char *text = NULL;
+
+    if (apr_pool_create(&p, NULL) == APR_SUCCESS) {
+        st = probe_options(p, aura_server_conf(s), &o);
+    }
+    if (st == NATS_OK) {
+        st = natsConnection_Connect(&nc, o);
+        text = nats_GetLastError(NULL);
+        natsOptions_Destroy(o);
+    }
+    if (nc) {
+        natsConnection_Destroy(nc);     /* it worked: nothing to say */
+    }
+    else {
+        log_reason(s, st, text);
+    }
+    if (p) {
+        apr_pool_destroy(p);
+    }
+    apr_atomic_set32(&probing, 0);
+    return NULL;
+}
+
+static void start_probe(server_rec *s)
+{
+    pthread_attr_t attr;
+    pthread_t t;
+
+    if (apr_atomic_cas32(&probing, 1, 0) != 0) {
+        return;
+    }
+    if (!take_turn(&last_probe, PROBE_EVERY)) {
+        apr_atomic_set32(&probing, 0);
+        return;
+    }
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &attr, probe_main, s) != 0) {
+        apr_atomic_set32(&probing, 0);
+    }
+    pthread_attr_destroy(&attr);
+}
 
 void aura_nats_report(server_rec *s, natsConnection *nc, natsStatus err)
 {
-    apr_uint32_t now = (apr_uint32_t)apr_time_sec(apr_time_now()) + 1;
-    apr_uint32_t last = apr_atomic_read32(&last_report);
     const char *text = NULL;
-    const char *why;
 
     if (nc && err == NATS_OK) {
         err = natsConnection_GetLastError(nc, &text);
@@ -151,13 +265,11 @@ void aura_nats_report(server_rec *s, natsConnection *nc, natsStatus err)
     else if (nc) {
         (void)natsConnection_GetLastError(nc, &text);
     }
-    why = classify(err, text);
-    if (!why || last == now
-        || apr_atomic_cas32(&last_report, now, last) != last) {
-        return;
+    if (classify(err, text)) {
+        log_reason(s, err, text);
     }
-    ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, AURA_LOGNO(01320)
-                 "NATS connection refused: %s: %s (%s); NATS routes "
-                 "answer 503", why, natsStatus_GetText(err),
-                 text && *text ? text : "-");
+    else if (nc && natsConnection_Status(nc) != NATS_CONN_STATUS_CONNECTED) {
+        /* Retrying a connect: nats.c kept no reason, ask for one. */
+        start_probe(s);
+    }
 }
