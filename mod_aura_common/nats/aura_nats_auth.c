@@ -150,6 +150,7 @@ static const char *classify(natsStatus err, const char *text)
  * (every PROBE_EVERY seconds) at most, whichever thread asks. */
 static volatile apr_uint32_t last_report;
 static volatile apr_uint32_t last_probe;
+static volatile apr_uint32_t last_ask;
 static volatile apr_uint32_t probing;
 
 static int take_turn(volatile apr_uint32_t *last, apr_uint32_t every)
@@ -259,6 +260,11 @@ void aura_nats_report(server_rec *s, natsConnection *nc, natsStatus err)
 {
     const char *text = NULL;
 
+    /* Every refused request asks: the connection's lock is taken at
+     * most once a second per child, not once a request. */
+    if (!take_turn(&last_ask, 1)) {
+        return;
+    }
     if (nc && err == NATS_OK) {
         err = natsConnection_GetLastError(nc, &text);
     }
