@@ -25,7 +25,7 @@ use Aura::Test qw(t_dir private_httpd wait_until problem_ok json_body);
 use Aura::SecureNats qw(pki nkey operator_jwt account_jwt user_jwt creds
                         nats_server stop_server);
 
-plan tests => 4 + 3 * 7 + 2 + 5 * 2;
+plan tests => 4 + 3 + 3 * 7 + 2 + 2 + 5 * 2;
 
 my $d = tempdir(CLEANUP => 1);
 chmod 0755, $d;     # httpd's parent reads the files as root; the test
@@ -103,6 +103,12 @@ my $route = <<'ROUTE';
         AuraPublic On
         AuraTimeout 3s
     </Location>
+    # Outside the gateway user's publish permission.
+    <Location "/v1/denied/">
+        AuraService functions nats:aura.denied.test
+        AuraPublic On
+        AuraTimeout 1s
+    </Location>
 </VirtualHost>
 ROUTE
 my $client = "AuraNATSCertificate $pki->{client_cert}\n"
@@ -128,6 +134,14 @@ gateway('wrongseed', "AuraNATSServers $url\nAuraNATSCAFile $pki->{ca}\n"
         . "AuraNATSInboxPrefix _INBOX_gw\n");
 gateway('revoked', "AuraNATSServers $url\nAuraNATSCAFile $pki->{ca}\n"
         . "${client}AuraNATSCredentials $d/revoked.creds\n");
+# Credentials that expire a few seconds from now, while connected.
+my $expiring_at = int(time) + 10;
+creds("$d/expiring.creds",
+      user_jwt($as, $ap, $gp, pub => ['aura.sec.>', $inv],
+               sub => ['_INBOX_gw.>', $inv], exp => $expiring_at), $gs);
+gateway('expiring', "AuraNATSServers $url\nAuraNATSCAFile $pki->{ca}\n"
+        . "${client}AuraNATSCredentials $d/expiring.creds\n"
+        . "AuraNATSInboxPrefix _INBOX_gw\n");
 gateway('nkey', "AuraNATSServers nats://127.0.0.1:$plain->{port}\n"
         . "AuraNATSNKeySeed $d/gateway.nk\nAuraNATSInboxPrefix _INBOX_gw\n");
 
@@ -163,6 +177,16 @@ unlike(slurp("$gw{good}{dir}/error.log") . slurp("$gw{nkey}{dir}/error.log"),
        qr/\Q$gs\E|\Q$ss\E|PRIVATE KEY|\Q$gw_jwt\E/,
        'no seed, key or JWT in the error logs');
 
+# --- credentials that expire while connected --------------------------------
+ok(wait_until(5, sub { get('expiring')->code == 200 }) && time < $expiring_at,
+   'expiring credentials: the request passes before they expire');
+my $elog = "$gw{expiring}{dir}/error.log";
+ok(wait_until(15, sub { get('expiring')->code == 503 }),
+   'once they expired: 503');
+ok(wait_until(5, sub { slurp($elog) =~ /AURA01320: NATS connection refused: credentials expired/ }),
+   'the log says: credentials expired') or diag(slurp($elog));
+note((slurp($elog) =~ /(AURA01320[^\n]*)/)[0] // '');
+
 # --- refused: 503 at once and the reason logged ----------------------------
 for my $case (
     [ 'wrongca',   qr/AURA01320: NATS connection refused: TLS handshake failed/ ],
@@ -183,6 +207,18 @@ for my $case (
     unlike(slurp($log), qr/\Q$gs\E|\Q$ws\E|\Q$rs\E|PRIVATE KEY/,
            "$name: no secret in the log");
 }
+
+# --- a forbidden publish: nats-server refuses it, the log says so ----------
+my $t0 = time;
+$res = $ua->get("http://127.0.0.1:$gw{good}{port}/v1/denied/x");
+isnt($res->code, 200, 'a subject outside the publish permission fails');
+note(sprintf('forbidden publish: %s after %.3f s: %s', $res->code, time - $t0,
+             $res->decoded_content));
+ok(wait_until(5, sub {
+       slurp("$gw{good}{dir}/error.log")
+           =~ /AURA01320: NATS connection refused: permissions violation/
+   }), 'the log says: permissions violation')
+    or diag(slurp("$gw{good}{dir}/error.log"));
 
 # --- config errors stop httpd -t -------------------------------------------
 my $httpd_bin = Apache::Test::vars('httpd');
