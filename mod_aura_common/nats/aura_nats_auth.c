@@ -274,8 +274,11 @@ void aura_nats_report(server_rec *s, natsConnection *nc, natsStatus err)
     if (classify(err, text)) {
         log_reason(s, err, text);
     }
-    else if (nc && natsConnection_Status(nc) != NATS_CONN_STATUS_CONNECTED) {
-        /* Retrying a connect: nats.c kept no reason, ask for one. */
+    else if (nc && aura_conf_nats_sec(aura_server_conf(s))
+             && natsConnection_Status(nc) != NATS_CONN_STATUS_CONNECTED) {
+        /* Retrying a connect: nats.c kept no reason, ask for one.  Only
+         * on a secured bus: a plain one that is down only says that it
+         * is down (AURA00011), and the probe would add nothing. */
         start_probe(s);
     }
 }
