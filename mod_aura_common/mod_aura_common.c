@@ -96,7 +96,8 @@ static int aura_check_config(apr_pool_t *pconf, apr_pool_t *plog,
     server_rec *v;
 
     (void)plog;
-    if (!http_route_modules_ok(pconf) || !aura_accesslog_check(ptemp)) {
+    if (!http_route_modules_ok(pconf) || !aura_accesslog_check(ptemp)
+        || aura_nats_check_config(s) != 0) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     for (v = s; v; v = v->next) {

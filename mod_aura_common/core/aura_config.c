@@ -108,6 +108,8 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
             ? add->nats_max_reconnect : base->nats_max_reconnect;
     c->nats_ping_interval = merge_time(base->nats_ping_interval,
                                        add->nats_ping_interval);
+    c->nats_sec = (struct aura_nats_sec_t *)merge_ptr(base->nats_sec,
+                                                      add->nats_sec);
     c->db_params = merge_ptr(base->db_params, add->db_params);
     c->db_pool_max = merge_int(base->db_pool_max, add->db_pool_max);
     c->db_timeout = merge_time(base->db_timeout, add->db_timeout);

@@ -87,6 +87,8 @@ typedef struct {
     apr_interval_time_t nats_reconnect_wait;
     int nats_max_reconnect;                /* -2 unset, -1 unlimited */
     apr_interval_time_t nats_ping_interval;
+    struct aura_nats_sec_t *nats_sec;      /* TLS and credentials, NULL =
+                                              none (aura_nats_conf.h) */
     const char *db_params;                 /* AuraDBParams (conninfo) */
     int db_pool_max;
     apr_interval_time_t db_timeout;

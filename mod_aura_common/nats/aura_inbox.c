@@ -44,6 +44,8 @@
 #include "core/aura_module.h"
 #include "nats/aura_inbox.h"
 #include "nats/aura_nats.h"
+#include "nats/aura_nats_conf.h"
+#include "core/aura_config.h"
 #include "shm/aura_shm.h"
 
 #include "apr_strings.h"
@@ -365,7 +367,7 @@ void aura_inbox_child_exit(void)
      * subscription is destroyed, and that callback may still wake one. */
 }
 
-int aura_inbox_child_init(natsConnection *nc)
+int aura_inbox_child_init(natsConnection *nc, const char *inbox_prefix)
 {
     natsInbox *nuid = NULL;
     char subject[sizeof(prefix) + 2];
@@ -375,7 +377,11 @@ int aura_inbox_child_init(natsConnection *nc)
     if (s != NATS_OK) {
         return s;
     }
-    apr_cpystrn(prefix, nuid, sizeof(prefix));
+    /* "<AuraNATSInboxPrefix>.<nuid>": a NATS user allowed to subscribe
+     * only to its own prefix gets its replies (natsInbox_Create always
+     * says "_INBOX."). */
+    apr_snprintf(prefix, sizeof(prefix), "%s.%s", inbox_prefix,
+                 strchr(nuid, '.') ? strchr(nuid, '.') + 1 : nuid);
     natsInbox_Destroy(nuid);
     prefix_len = strlen(prefix);
     apr_snprintf(subject, sizeof(subject), "%s.*", prefix);
@@ -391,7 +397,8 @@ int aura_inbox_child_init(natsConnection *nc)
 /* aura_nats.c's user: the inboxes live on the child's connection. */
 static void inbox_user_init(natsConnection *nc, server_rec *s)
 {
-    natsStatus st = aura_inbox_child_init(nc);
+    natsStatus st = aura_inbox_child_init(
+        nc, aura_conf_nats_inbox_prefix(aura_server_conf(s)));
 
     if (st != NATS_OK) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, AURA_LOGNO(00125)

@@ -14,7 +14,8 @@ struct __natsMsg;
 /* aura_inbox.c: per-request reply inboxes on the child's one reply
  * subscription.  Statuses are natsStatus values. */
 typedef struct aura_inbox_t aura_inbox_t;
-int aura_inbox_child_init(struct __natsConnection *nc);
+int aura_inbox_child_init(struct __natsConnection *nc,
+                          const char *inbox_prefix);
 /* From register_hooks: the inboxes follow the child's connection
  * (aura_nats_add_user). */
 void aura_inbox_register(void);

@@ -25,6 +25,7 @@
 #include "auth/aura_identity.h"
 #include "core/aura_config.h"
 #include "nats/aura_nats.h"
+#include "nats/aura_nats_auth.h"
 #include "nats/aura_nats_conf.h"
 #include "store/aura_store_conf.h"
 
@@ -144,6 +145,7 @@ static void on_disconnected(natsConnection *nc, void *closure)
     ap_log_error(APLOG_MARK, APLOG_WARNING, 0, child_server,
                  AURA_LOGNO(00011) "NATS connection lost (pid %"
                  APR_PID_T_FMT "), reconnecting", getpid());
+    aura_nats_report(child_server, nc, NATS_OK);
     /* Requests waiting for a reply fail now, not at their budget. */
     for (i = 0; i < user_count; i++) {
         if (users[i]->disconnected) {
@@ -164,6 +166,15 @@ static void on_closed(natsConnection *nc, void *closure)
     ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, child_server,
                  AURA_LOGNO(00012) "NATS connection closed (pid %"
                  APR_PID_T_FMT ")", getpid());
+}
+
+/* Asynchronous errors: a permissions violation, credentials that
+ * expired while connected, a slow consumer.  Logged, once a second. */
+static void on_error(natsConnection *nc, natsSubscription *sub,
+                     natsStatus err, void *closure)
+{
+    (void)sub; (void)closure;
+    aura_nats_report(child_server, nc, err);
 }
 
 static apr_status_t nats_child_cleanup(void *data)
@@ -243,6 +254,12 @@ static natsStatus build_options(apr_pool_t *p, const aura_server_conf_t *c,
     }
     if (s == NATS_OK) {
         s = natsOptions_SetClosedCB(o, on_closed, NULL);
+    }
+    if (s == NATS_OK) {
+        s = natsOptions_SetErrorHandler(o, on_error, NULL);
+    }
+    if (s == NATS_OK) {
+        s = aura_nats_secure_options(o, c);
     }
     if (s != NATS_OK) {
         natsOptions_Destroy(o);

@@ -47,6 +47,7 @@
 #include "nats/aura_envelope.h"
 #include "nats/aura_inbox.h"
 #include "nats/aura_nats.h"
+#include "nats/aura_nats_auth.h"
 #include "nats/aura_natsproxy.h"
 #include "nats/aura_stream.h"
 #include "resilience/aura_breaker.h"
@@ -516,6 +517,8 @@ int aura_natsproxy_handler(request_rec *r)
         return DECLINED;
     }
     if (!aura_nats_connected()) {
+        /* A refused TLS handshake or credentials: the log says which. */
+        aura_nats_report(r->server, aura_nats_conn(), NATS_OK);
         return refuse(r, HTTP_SERVICE_UNAVAILABLE, "upstream-error",
                       "the message bus is unavailable");
     }

@@ -1204,8 +1204,32 @@ static void on_error(natsConnection *nc, natsSubscription *sub,
 static void usage(void)
 {
     fprintf(stderr, "usage: " PROG " [-s nats_url] [-p pidfile] "
-            "[-c count_subject] [-j subject=jwks_file] [subject ...]\n");
+            "[-c count_subject] [-j subject=jwks_file] [-A ca_file] "
+            "[-E cert_file -K key_file] [-C creds_file] [subject ...]\n");
     exit(2);
+}
+
+/* A secured bus (t/nats/secure.t): TLS with a CA and a client
+ * certificate, a creds file; nats.c reads the files itself. */
+static const char *tls_ca, *tls_cert, *tls_key, *creds;
+
+static natsStatus secure_options(natsOptions *opts)
+{
+    natsStatus s = NATS_OK;
+
+    if (tls_ca || tls_cert) {
+        s = natsOptions_SetSecure(opts, true);
+    }
+    if (s == NATS_OK && tls_ca) {
+        s = natsOptions_LoadCATrustedCertificates(opts, tls_ca);
+    }
+    if (s == NATS_OK && tls_cert && tls_key) {
+        s = natsOptions_LoadCertificatesChain(opts, tls_cert, tls_key);
+    }
+    if (s == NATS_OK && creds) {
+        s = natsOptions_SetUserCredentialsFromFiles(opts, creds, NULL);
+    }
+    return s;
 }
 
 int main(int argc, char **argv)
@@ -1226,8 +1250,20 @@ int main(int argc, char **argv)
     sigset_t sigs;
     FILE *f;
 
-    while ((opt = getopt(argc, argv, "s:p:c:j:h")) != -1) {
+    while ((opt = getopt(argc, argv, "s:p:c:j:A:E:K:C:h")) != -1) {
         switch (opt) {
+        case 'A':
+            tls_ca = optarg;
+            break;
+        case 'E':
+            tls_cert = optarg;
+            break;
+        case 'K':
+            tls_key = optarg;
+            break;
+        case 'C':
+            creds = optarg;
+            break;
         case 'j':
             jwks_subject = optarg;
             jwks_file = strchr(optarg, '=');
@@ -1299,6 +1335,9 @@ int main(int argc, char **argv)
     }
     if (s == NATS_OK) {
         s = natsOptions_SetErrorHandler(opts, on_error, NULL);
+    }
+    if (s == NATS_OK) {
+        s = secure_options(opts);
     }
     if (s != NATS_OK) {
         fprintf(stderr, PROG ": bad options: %s\n", natsStatus_GetText(s));
