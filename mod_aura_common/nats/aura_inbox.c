@@ -71,6 +71,7 @@ struct aura_inbox_t {
     apr_int64_t bytes, max_bytes;
     apr_int64_t dropped;            /* messages over the limits, ever */
     apr_int64_t dropped_told;       /* of which next() has reported */
+    apr_uint32_t losses;            /* aura_nats_losses() when sent */
     char subject[80];
 };
 
@@ -228,6 +229,7 @@ int aura_inbox_open(apr_pool_t *p, aura_inbox_t **out)
         return NATS_NO_MEMORY;
     }
     in->head = in->count = 0;
+    in->losses = aura_nats_losses();
     in->bytes = in->dropped = in->dropped_told = 0;
     in->max_bytes = max_payload * INBOX_PENDING_MSGS;
     if (in->max_bytes < INBOX_PENDING_BYTES) {
@@ -248,6 +250,11 @@ int aura_inbox_open(apr_pool_t *p, aura_inbox_t **out)
 const char *aura_inbox_prefix(void)
 {
     return prefix_len ? prefix : NULL;
+}
+
+void aura_inbox_sending(aura_inbox_t *in)
+{
+    in->losses = aura_nats_losses();
 }
 
 const char *aura_inbox_subject(const aura_inbox_t *in)
@@ -323,7 +330,11 @@ int aura_inbox_next(aura_inbox_t *in, apr_time_t deadline,
             s = NATS_TIMEOUT;
             break;
         }
-        if (!aura_nats_connected()) {
+        /* Lost since the request was sent: its reply, if any, went
+         * with the old connection, even when the reconnect is already
+         * over (it takes a few ms to another node of a cluster, less
+         * than this thread may take to wake). */
+        if (!aura_nats_connected() || aura_nats_losses() != in->losses) {
             s = NATS_CONNECTION_DISCONNECTED;
             break;
         }

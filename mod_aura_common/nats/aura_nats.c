@@ -75,6 +75,10 @@ static volatile apr_uint64_t child_max_payload;
 /* When the connection was last lost (apr_time_t), 0 while connected:
  * requests arriving shortly after wait for the reconnect. */
 static volatile apr_uint64_t child_lost_at;
+/* How many times the connection was lost, ever: a request sent before a
+ * loss can have no reply, even if the reconnect is over by the time its
+ * thread wakes (aura_inbox.c compares it). */
+static volatile apr_uint32_t child_losses;
 
 /* nats.c frees every message on its garbage-collector thread: each
  * natsMsg_Destroy() queues the message and wakes that thread (a futex
@@ -175,6 +179,7 @@ static void on_disconnected(natsConnection *nc, void *closure)
 
     (void)nc; (void)closure;
     apr_atomic_set64(&child_lost_at, (apr_uint64_t)apr_time_now());
+    apr_atomic_inc32(&child_losses);
     apr_atomic_set32(&child_connected, 0);
     if (child_exiting) {
         return;
@@ -412,6 +417,11 @@ natsConnection *aura_nats_conn(void)
 AURA_DECLARE(int) aura_nats_connected(void)
 {
     return child_nc && apr_atomic_read32(&child_connected);
+}
+
+apr_uint32_t aura_nats_losses(void)
+{
+    return apr_atomic_read32(&child_losses);
 }
 
 apr_time_t aura_nats_reconnect_until(void)

@@ -37,6 +37,9 @@ apr_int64_t aura_nats_max_payload(void);
  * lost (a first connect that keeps failing is an outage, not a
  * reconnect). */
 apr_time_t aura_nats_reconnect_until(void);
+/* How many times the connection was lost so far (counted before the
+ * waiting requests are woken). */
+apr_uint32_t aura_nats_losses(void);
 /* "<url> <server id>" of the server this child is connected to, in p;
  * NULL when not connected.  Takes the connection's lock: for /health
  * only. */

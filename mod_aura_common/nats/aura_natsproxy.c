@@ -235,17 +235,27 @@ static int send_reply(request_rec *r, natsMsg *reply, aura_inbox_t *inbox,
 
 /* While nats.c reconnects after a loss, waits (in slices) until it is
  * connected again, the grace after the loss is over, deadline, or the
- * client is gone; 1 when connected. */
+ * client is gone; 1 when connected.  After a publish nats.c refused
+ * (refused: the losses counted before it), the loss may not be counted
+ * yet (on_disconnected() runs a moment after nats.c saw it) and the
+ * connection still looks up: the wait is then for a reconnect after
+ * that loss, at most the grace from now. */
 #define RECONNECT_SLICE apr_time_from_msec(5)
 
-static int await_reconnect(request_rec *r, apr_time_t deadline)
+static int await_reconnect(request_rec *r, apr_time_t deadline,
+                           int refused, apr_uint32_t seen)
 {
-    apr_time_t end = aura_nats_reconnect_until(), start = apr_time_now();
+    apr_time_t start = apr_time_now();
+    apr_time_t end = aura_nats_reconnect_until();
 
+    if (refused && (!end || end > start + AURA_NATS_RECONNECT_GRACE)) {
+        end = start + AURA_NATS_RECONNECT_GRACE;
+    }
     if (end > deadline) {
         end = deadline;
     }
-    while (!aura_nats_connected()) {
+    while (!aura_nats_connected()
+           || (refused && aura_nats_losses() == seen)) {
         apr_time_t now = apr_time_now();
 
         if (now >= end || aura_client_gone(r)) {
@@ -264,15 +274,19 @@ static int await_reconnect(request_rec *r, apr_time_t deadline)
 /* Publishes msg; refused because nats.c was reconnecting (nothing left
  * this process), once more after the reconnect. */
 static natsStatus publish(request_rec *r, natsConnection *nc, natsMsg *msg,
-                          apr_time_t deadline)
+                          aura_inbox_t *inbox, apr_time_t deadline)
 {
     natsStatus s = NATS_CONNECTION_DISCONNECTED;
+    apr_uint32_t seen = aura_nats_losses();
 
-    if (aura_nats_connected() || await_reconnect(r, deadline)) {
+    if (aura_nats_connected() || await_reconnect(r, deadline, 0, 0)) {
+        seen = aura_nats_losses();
+        aura_inbox_sending(inbox);
         s = natsConnection_PublishMsg(nc, msg);
     }
     if ((s == NATS_INSUFFICIENT_BUFFER || s == NATS_CONNECTION_DISCONNECTED)
-        && await_reconnect(r, deadline)) {
+        && await_reconnect(r, deadline, 1, seen)) {
+        aura_inbox_sending(inbox);
         s = natsConnection_PublishMsg(nc, msg);
     }
     return s;
@@ -295,7 +309,7 @@ static natsStatus attempt(request_rec *r, natsConnection *nc, natsMsg *msg,
      * first send, by sleep_unless_gone() before a retry.  While nats.c
      * reconnects it refuses the publish (it buffers nothing): publish()
      * waits for the reconnect and sends it then. */
-    s = publish(r, nc, msg, deadline);
+    s = publish(r, nc, msg, inbox, deadline);
     if (s != NATS_OK) {
         *bus_failed = 1;
         return s;
@@ -568,7 +582,8 @@ int aura_natsproxy_handler(request_rec *r)
         return DECLINED;
     }
     if (!aura_nats_connected()
-        && !await_reconnect(r, apr_time_now() + aura_route_timeout(d))) {
+        && !await_reconnect(r, apr_time_now() + aura_route_timeout(d), 0,
+                            0)) {
         return refuse(r, HTTP_SERVICE_UNAVAILABLE, "upstream-error",
                       "the message bus is unavailable");
     }

@@ -166,6 +166,6 @@ sub cluster_stop {
     }
 }
 
-END { cluster_stop($_) for @clusters }
+END { local $?; cluster_stop($_) for @clusters }
 
 1;
