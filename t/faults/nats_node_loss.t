@@ -4,8 +4,8 @@
 # (2 children of 16 workers) whose NATS connection lists the three nodes
 # of a cluster of the test's own (Aura::Cluster), responders that record
 # every request id they execute (t/services/aura_count_responder, in a
-# queue group), and 4000 requests, 16 at a time, each timed (every request in flight
-# on the killed node may fail: 16 of 4000 is 0.4 %).
+# queue group), and 4000 requests, 16 at a time, each timed (every
+# request in flight on the killed node may fail: 16 of 4000 is 0.4 %).
 #
 # - one node: every responder on one node; in the middle, kill -9 the
 #   node the gateway's children are connected to (never the responders'
