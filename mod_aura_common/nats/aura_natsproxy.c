@@ -276,14 +276,15 @@ static int await_reconnect(request_rec *r, apr_time_t deadline,
 static natsStatus publish(request_rec *r, natsConnection *nc, natsMsg *msg,
                           aura_inbox_t *inbox, apr_time_t deadline)
 {
-    natsStatus s = NATS_CONNECTION_DISCONNECTED;
-    apr_uint32_t seen = aura_nats_losses();
+    apr_uint32_t seen;
+    natsStatus s;
 
-    if (aura_nats_connected() || await_reconnect(r, deadline, 0, 0)) {
-        seen = aura_nats_losses();
-        aura_inbox_sending(inbox);
-        s = natsConnection_PublishMsg(nc, msg);
+    if (!aura_nats_connected() && !await_reconnect(r, deadline, 0, 0)) {
+        return NATS_CONNECTION_DISCONNECTED;
     }
+    seen = aura_nats_losses();
+    aura_inbox_sending(inbox);
+    s = natsConnection_PublishMsg(nc, msg);
     if ((s == NATS_INSUFFICIENT_BUFFER || s == NATS_CONNECTION_DISCONNECTED)
         && await_reconnect(r, deadline, 1, seen)) {
         aura_inbox_sending(inbox);
