@@ -28,7 +28,10 @@
 # The killed node is started again (same ports) before the next run; the
 # nodes, the responders and httpd are stopped at the end by pid, also on
 # failure.  Short budgets (AuraTimeout 2s, reconnect wait 100 ms): the
-# whole file runs in well under a minute.
+# whole file runs in well under a minute.  Plain NATS here; the same
+# run on a secured cluster gives cluster_start() the TLS and account
+# settings (see t/lib/Aura/Cluster.pm: scheme, extra, cluster_extra,
+# client_args, gateway_conf), nothing else changes.
 use strict;
 use warnings FATAL => 'all';
 
@@ -67,6 +70,7 @@ my ($port, $httpd) = private_httpd(dir => $dir, children => $CHILDREN,
 # "Graceful restarts"): it does not wait for the old one's slots.
 ServerLimit 4
 AuraNATSServers $servers
+$cluster->{gateway_conf}
 AuraNATSReconnectWait 100ms
 AuraNATSPingInterval 1s
 AuraBreaker * threshold=1000000
@@ -121,6 +125,7 @@ sub responders_start {
             open(STDERR, '>&', \*STDOUT);
             exec(t_dir() . '/services/aura_count_responder',
                  '-s', $cluster->{nodes}[$i]{url}, '-q', 'q', '-n', $name,
+                 @{ $cluster->{client_args} },
                  '-o', "$dir/exec-$name", '-p', $pidfile, $subject)
                 or POSIX::_exit(127);
         }

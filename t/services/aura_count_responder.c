@@ -12,10 +12,13 @@
  *
  * It is told the servers it may use (-s, comma-separated) and ignores
  * the ones the cluster advertises: "every responder on one node" must
- * stay on that node.  It reconnects forever, quickly.
+ * stay on that node.  It reconnects forever, quickly.  For a secured
+ * cluster: -C a CA file (TLS), -c and -k a client certificate and its
+ * key, -u a creds file (JWT and nkey seed).
  *
  * Usage: aura_count_responder -s url[,url...] -o file [-q queue]
- *                             [-n name] [-p pidfile] subject
+ *                             [-n name] [-p pidfile] [-C ca] [-c cert
+ *                             -k key] [-u creds] subject
  */
 #include <nats/nats.h>
 
@@ -31,6 +34,7 @@
 
 static int out_fd = -1;
 static const char *name = "r";
+static const char *ca, *cert, *key, *creds;
 
 static void on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg,
                    void *closure)
@@ -63,7 +67,8 @@ static void on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg,
 static void usage(void)
 {
     fprintf(stderr, "usage: " PROG " -s url[,url...] -o file [-q queue] "
-            "[-n name] [-p pidfile] subject\n");
+            "[-n name] [-p pidfile] [-C ca] [-c cert -k key] [-u creds] "
+            "subject\n");
     exit(2);
 }
 
@@ -85,6 +90,18 @@ static natsStatus connect_to(char *urls, natsConnection **nc)
     }
     if (s == NATS_OK) {
         s = natsOptions_SetIgnoreDiscoveredServers(o, true);
+    }
+    if (s == NATS_OK && ca) {
+        s = natsOptions_LoadCATrustedCertificates(o, ca);
+        if (s == NATS_OK) {
+            s = natsOptions_SetSecure(o, true);
+        }
+    }
+    if (s == NATS_OK && cert && key) {
+        s = natsOptions_LoadCertificatesChain(o, cert, key);
+    }
+    if (s == NATS_OK && creds) {
+        s = natsOptions_SetUserCredentialsFromFiles(o, creds, NULL);
     }
     if (s == NATS_OK) {
         s = natsOptions_SetMaxReconnect(o, -1);
@@ -109,8 +126,12 @@ int main(int argc, char **argv)
     sigset_t sigs;
     int opt, sig;
 
-    while ((opt = getopt(argc, argv, "s:o:q:n:p:")) != -1) {
+    while ((opt = getopt(argc, argv, "s:o:q:n:p:C:c:k:u:")) != -1) {
         switch (opt) {
+        case 'C': ca = optarg; break;
+        case 'c': cert = optarg; break;
+        case 'k': key = optarg; break;
+        case 'u': creds = optarg; break;
         case 's': urls = optarg; break;
         case 'o': out = optarg; break;
         case 'q': queue = optarg; break;

@@ -13,11 +13,14 @@
 #   node_start($c, $i)              start it again (same ports, same file)
 #   routes_up($c, $secs)            every running node sees the others
 #
-# Secured clusters later: `scheme` (default nats) names the URLs' scheme
-# and `extra` is a block added to every node's file (tls { ... },
-# accounts, authorization), `cluster_extra` one added inside its cluster
-# block (the routes' own tls { ... }): this module only builds the
-# topology and the start/stop discipline.
+# Secured clusters: `scheme` (default nats) names the URLs' scheme and
+# `extra` is a block added to every node's file (tls { ... }, accounts,
+# authorization), `cluster_extra` one added inside its cluster block
+# (the routes' own tls { ... }); `client_args` (the responders' options:
+# -C ca, -c cert -k key, -u creds of t/services/aura_count_responder)
+# and `gateway_conf` (the gateway's directives for them) are kept for
+# the test, which passes them on: this module only builds the topology
+# and the start/stop discipline.
 package Aura::Cluster;
 
 use strict;
@@ -42,7 +45,8 @@ sub cluster_start {
     my @ports = free_ports(3 * $n);
     my $c = { dir => $dir, nodes => [], scheme => $o{scheme} || 'nats',
               extra => $o{extra} || '', cluster_extra => $o{cluster_extra}
-              || '' };
+              || '', client_args => $o{client_args} || [],
+              gateway_conf => $o{gateway_conf} || '' };
     for my $i (0 .. $n - 1) {
         my ($client, $route, $mon) = splice(@ports, 0, 3);
         push @{ $c->{nodes} }, {
