@@ -25,7 +25,7 @@
  * waits for the reconnect, for at most AURA_NATS_RECONNECT_GRACE after
  * the loss and within the route's budget, and sends it then
  * (aura_nats_reconnect_until()).
-  *
+ *
  * The connection is shared by all worker threads of the child (nats.c
  * locks internally; each request uses its own natsMsg).  It is destroyed
  * by a cleanup on the child pool, so it closes when the child exits.
@@ -319,13 +319,37 @@ static void on_invalidation(natsConnection *nc, natsSubscription *sub,
     aura_nats_msg_release(msg);
 }
 
+/* After a publish refused while nats.c reconnects (seen: the losses
+ * counted before it): waits, in slices, at most the reconnect grace,
+ * until a reconnect after that loss; 1 when there was one. */
+static int await_reconnected(apr_uint32_t seen)
+{
+    apr_time_t end = apr_time_now() + AURA_NATS_RECONNECT_GRACE;
+
+    while (!aura_nats_connected() || aura_nats_losses() == seen) {
+        if (apr_time_now() >= end) {
+            return 0;
+        }
+        apr_sleep(apr_time_from_msec(5));
+    }
+    return 1;
+}
+
 void aura_nats_publish_invalidation(request_rec *r, const char *project)
 {
     natsStatus s = NATS_CONNECTION_CLOSED;
 
     if (child_nc) {
+        apr_uint32_t seen = aura_nats_losses();
+
         s = natsConnection_Publish(child_nc, invalidation_subject, project,
                                    (int)strlen(project));
+        /* Nothing is buffered while reconnecting (see the top of this
+         * file): sent again once reconnected, a repeat being harmless. */
+        if (s == NATS_INSUFFICIENT_BUFFER && await_reconnected(seen)) {
+            s = natsConnection_Publish(child_nc, invalidation_subject,
+                                       project, (int)strlen(project));
+        }
         if (s == NATS_OK) {
             s = natsConnection_FlushTimeout(child_nc, 1000);
         }
