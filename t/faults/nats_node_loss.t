@@ -53,7 +53,7 @@ my $CLIENTS = 16;
 my $BUDGET = 2;           # AuraTimeout, s
 my $CHILDREN = 2;
 
-plan tests => 3 * 9;
+plan tests => 3 * 9 + 1;
 
 # Stopped from outside: the END blocks still stop what was started.
 $SIG{$_} = sub { exit 1 } for qw(TERM INT);
@@ -348,6 +348,13 @@ sub node_loss_run {
     node_start($cluster, $victim);
     routes_up($cluster, 15) or die 'the cluster did not re-form';
 }
+
+# /health names the node of the answering child.
+my ($srv) = LWP::UserAgent->new(timeout => 5)->get("$base/health")->content
+    =~ /"nats_server":\s*"([^"]*)"/;
+ok(defined $srv && $srv =~ m{^nats://127\.0\.0\.1:(\d+) \S+$}
+   && node_of_port($cluster, $1) >= 0,
+   '/health names the node the child uses (' . ($srv // 'none') . ')');
 
 node_loss_run('one', 0);
 node_loss_run('spread', 1);
