@@ -46,7 +46,7 @@ use Apache::Test qw(-withtestmore);
 use Time::HiRes qw(time sleep);
 use Aura::Test qw(private_httpd wait_until t_dir pid_alive);
 use Aura::Cluster qw(cluster_start cluster_urls node_kill node_start
-                     routes_up node_of_port);
+                     routes_up node_of_port interest_seen);
 
 my $REQUESTS = 4000;
 my $CLIENTS = 16;
@@ -329,14 +329,11 @@ sub node_loss_run {
     my $victim = busiest_node();
     die 'no child is connected to NATS' unless defined $victim;
     my @affected = grep { $nodes->{$_} == $victim } keys %$nodes;
-    if ($spread) {
-        responders_start($run, $_, 2) for 0 .. 2;
-    }
-    else {
-        responders_start($run, ($victim + 1) % 3, 4);
-    }
-    # The queue group's interest reaches every node.
-    sleep 0.2;
+    my @hosts = $spread ? (0 .. 2) : (($victim + 1) % 3);
+    responders_start($run, $_, $spread ? 2 : 4) for @hosts;
+    # The queue group's interest has reached every other node.
+    interest_seen($cluster, $subject, 10, $spread ? () : @hosts)
+        or die "$run: the responders' interest did not reach every node";
     my @pids = load_start($run, 1);
     wait_until(30, sub { exec_lines($run) >= $REQUESTS / 2 })
         or die "$run: the load did not get half-way";
@@ -364,7 +361,8 @@ open(my $fh, '<', "$dir/httpd.pid") or die "httpd.pid: $!";
 chomp(my $ppid = <$fh>);
 close $fh;
 responders_start('graceful', $_, 2) for 0 .. 2;
-sleep 0.2;
+interest_seen($cluster, $subject, 10)
+    or die 'graceful: the responders\' interest did not reach every node';
 my $gen = sub {
     my $res = LWP::UserAgent->new(timeout => 5)->get("$base/health");
     return ($res->content =~ /"generation":\s*(\d+)/)[0] // -1;

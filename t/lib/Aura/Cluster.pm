@@ -34,7 +34,7 @@ use Time::HiRes qw(time sleep);
 use Aura::Test qw(free_ports wait_until pid_alive);
 
 our @EXPORT_OK = qw(cluster_start cluster_stop cluster_urls node_kill
-                    node_start routes_up node_of_port);
+                    node_start routes_up node_of_port interest_seen);
 
 my @clusters;
 
@@ -145,6 +145,24 @@ sub routes_up {
         for my $node (@up) {
             my $r = monitor($node, '/routez') or return 0;
             return 0 unless ($r->{num_routes} // 0) >= @up - 1;
+        }
+        return 1;
+    });
+}
+
+# True once every running node but those in @skip has learned, over a
+# route, of a subscription to $subject (/routez?subs=1): a request to
+# any of them then finds the responders of the other nodes.
+sub interest_seen {
+    my ($c, $subject, $secs, @skip) = @_;
+    my %skip = map { $_ => 1 } @skip;
+    my @nodes = grep { $_->{pid} && !$skip{$_->{index}} } @{ $c->{nodes} };
+    return wait_until($secs, sub {
+        for my $node (@nodes) {
+            my $r = monitor($node, '/routez?subs=1') or return 0;
+            return 0 unless grep {
+                grep { /^\Q$subject\E(?:\s|$)/ } @{ $_->{subscriptions_list} || [] }
+            } @{ $r->{routes} || [] };
         }
         return 1;
     });
