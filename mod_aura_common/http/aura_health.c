@@ -61,6 +61,14 @@ static json_t *describe(request_rec *r, int connected)
         ap_mpm_query(AP_MPMQ_GENERATION, &gen);
         json_object_set_new(o, "pid", json_integer(getpid()));
         json_object_set_new(o, "generation", json_integer(gen));
+        {
+            /* Which node of a cluster this child uses: the fault runs
+             * kill that one. */
+            const char *srv = aura_nats_server(r->pool);
+
+            json_object_set_new(o, "nats_server",
+                                srv ? json_string(srv) : json_null());
+        }
         /* ?tables walks every rate-limit table: a few ms for the
          * default sizes, so only when asked. */
         aura_shm_describe(shm, wants(r, "tables"), r->pool);

@@ -64,6 +64,14 @@
  * this is the backstop. */
 #define WAIT_SLICE apr_time_from_msec(250)
 
+/* How long a request still waits for its reply once the connection was
+ * lost after it was sent: nats.c may have reconnected and sent it on
+ * the new connection before the loss was counted (the callbacks run a
+ * moment late, on their own thread), and that reply comes within ms.
+ * A request that went out on the dead connection answers 503 after
+ * this. */
+#define LOSS_GRACE apr_time_from_msec(50)
+
 struct aura_inbox_t {
     aura_inbox_t *next;             /* in its bucket */
     apr_uint64_t token;
@@ -73,6 +81,9 @@ struct aura_inbox_t {
     apr_int64_t bytes, max_bytes;
     apr_int64_t dropped;            /* messages over the limits, ever */
     apr_int64_t dropped_told;       /* of which next() has reported */
+    apr_uint32_t losses;            /* aura_nats_losses() when sent */
+    apr_time_t lost_at;             /* monotonic: when next() saw the
+                                       loss; 0 before */
     char subject[80];
 };
 
@@ -230,6 +241,8 @@ int aura_inbox_open(apr_pool_t *p, aura_inbox_t **out)
         return NATS_NO_MEMORY;
     }
     in->head = in->count = 0;
+    in->losses = aura_nats_losses();
+    in->lost_at = 0;
     in->bytes = in->dropped = in->dropped_told = 0;
     in->max_bytes = max_payload * INBOX_PENDING_MSGS;
     if (in->max_bytes < INBOX_PENDING_BYTES) {
@@ -250,6 +263,12 @@ int aura_inbox_open(apr_pool_t *p, aura_inbox_t **out)
 const char *aura_inbox_prefix(void)
 {
     return prefix_len ? prefix : NULL;
+}
+
+void aura_inbox_sending(aura_inbox_t *in)
+{
+    in->losses = aura_nats_losses();
+    in->lost_at = 0;
 }
 
 const char *aura_inbox_subject(const aura_inbox_t *in)
@@ -325,9 +344,21 @@ int aura_inbox_next(aura_inbox_t *in, apr_time_t deadline,
             s = NATS_TIMEOUT;
             break;
         }
-        if (!aura_nats_connected()) {
-            s = NATS_CONNECTION_DISCONNECTED;
-            break;
+        /* Lost since the request was sent: its reply, if any, went
+         * with the old connection, even when the reconnect is already
+         * over (it takes a few ms to another node of a cluster, less
+         * than this thread may take to wake); after LOSS_GRACE. */
+        if (!aura_nats_connected() || aura_nats_losses() != in->losses) {
+            if (!in->lost_at) {
+                in->lost_at = now;
+            }
+            if (now - in->lost_at >= LOSS_GRACE) {
+                s = NATS_CONNECTION_DISCONNECTED;
+                break;
+            }
+            wait_until(in, end < in->lost_at + LOSS_GRACE
+                           ? end : in->lost_at + LOSS_GRACE);
+            continue;
         }
         wait_until(in, end - now < WAIT_SLICE ? end : now + WAIT_SLICE);
     }

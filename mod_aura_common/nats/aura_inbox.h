@@ -24,6 +24,10 @@ void aura_inbox_child_exit(void);
 void aura_inbox_wake_all(void);
 /* An inbox that lives as long as p; NATS_OK, or why not. */
 int aura_inbox_open(apr_pool_t *p, aura_inbox_t **inbox);
+/* Right before the request of the inbox is published: a loss of the
+ * connection after this ends aura_inbox_next() with
+ * NATS_CONNECTION_DISCONNECTED even once reconnected. */
+void aura_inbox_sending(aura_inbox_t *inbox);
 /* The reply subject that reaches the inbox. */
 const char *aura_inbox_subject(const aura_inbox_t *inbox);
 /* This child's reply inbox prefix ("_INBOX.<nuid>"), NULL before

@@ -11,6 +11,21 @@
  * in flight when the connection drops fail at once
  * (FailRequestsOnDisconnect) instead of waiting out their budget.
  *
+ * Losing one node of a cluster (several AuraNATSServers): nats.c sees
+ * the socket close, on_disconnected() wakes every waiting request (it
+ * answers 503: its request may have reached a responder, so it is never
+ * sent again), and nats.c reconnects to another node of the list (or
+ * one the cluster advertised) at once.  While it does, nothing is
+ * buffered: nats.c would keep publishes in a reconnect buffer (8 MB by
+ * default) and send them once reconnected, i.e. after their request
+ * may have been answered 503 already, or after its budget: a late
+ * execution the client was told had failed.  With a buffer of 0 bytes a
+ * publish during the reconnect is refused at once (NATS_INSUFFICIENT_
+ * BUFFER), proof that it never left this process; the handler then
+ * waits for the reconnect, for at most AURA_NATS_RECONNECT_GRACE after
+ * the loss and within the route's budget, and sends it then
+ * (aura_nats_reconnect_until()).
+ *
  * The connection is shared by all worker threads of the child (nats.c
  * locks internally; each request uses its own natsMsg).  It is destroyed
  * by a cleanup on the child pool, so it closes when the child exits.
@@ -58,6 +73,13 @@ static volatile apr_uint32_t child_connected;
 /* The server's max payload, read once per (re)connect: reading it from
  * the connection takes its lock, on every request. */
 static volatile apr_uint64_t child_max_payload;
+/* When the connection was last lost (apr_time_t), 0 while connected:
+ * requests arriving shortly after wait for the reconnect. */
+static volatile apr_uint64_t child_lost_at;
+/* How many times the connection was lost, ever: a request sent before a
+ * loss can have no reply, even if the reconnect is over by the time its
+ * thread wakes (aura_inbox.c compares it). */
+static volatile apr_uint32_t child_losses;
 
 /* nats.c frees every message on its garbage-collector thread: each
  * natsMsg_Destroy() queues the message and wakes that thread (a futex
@@ -133,11 +155,32 @@ static void on_connected(natsConnection *nc, void *closure)
                  getpid());
 }
 
+static void on_reconnected(natsConnection *nc, void *closure)
+{
+    apr_uint64_t lost = apr_atomic_xchg64(&child_lost_at, 0);
+    char url[256], id[64];
+
+    on_connected(nc, closure);
+    if (natsConnection_GetConnectedUrl(nc, url, sizeof(url)) != NATS_OK) {
+        apr_cpystrn(url, "?", sizeof(url));
+    }
+    if (natsConnection_GetConnectedServerId(nc, id, sizeof(id)) != NATS_OK) {
+        apr_cpystrn(id, "?", sizeof(id));
+    }
+    ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, child_server, AURA_LOGNO(01360)
+                 "NATS reconnected to %s (server %s, pid %" APR_PID_T_FMT
+                 ") %" APR_TIME_T_FMT " ms after the loss", url, id,
+                 getpid(), lost ? apr_time_as_msec(apr_time_now()
+                                                   - (apr_time_t)lost) : 0);
+}
+
 static void on_disconnected(natsConnection *nc, void *closure)
 {
     int i;
 
     (void)nc; (void)closure;
+    apr_atomic_set64(&child_lost_at, (apr_uint64_t)apr_time_now());
+    apr_atomic_inc32(&child_losses);
     apr_atomic_set32(&child_connected, 0);
     if (child_exiting) {
         return;
@@ -152,11 +195,6 @@ static void on_disconnected(natsConnection *nc, void *closure)
             users[i]->disconnected();
         }
     }
-}
-
-static void on_reconnected(natsConnection *nc, void *closure)
-{
-    on_connected(nc, closure);
 }
 
 static void on_closed(natsConnection *nc, void *closure)
@@ -238,6 +276,11 @@ static natsStatus build_options(apr_pool_t *p, const aura_server_conf_t *c,
         s = natsOptions_SetFailRequestsOnDisconnect(o, true);
     }
     if (s == NATS_OK) {
+        /* Nothing is replayed after a reconnect: see the top of this
+         * file. */
+        s = natsOptions_SetReconnectBufSize(o, 0);
+    }
+    if (s == NATS_OK) {
         /* A publish is written by the calling thread at once, not by
          * nats.c's flusher thread after up to 1 ms of batching: that
          * delay was most of a small request's latency. */
@@ -293,13 +336,37 @@ static void on_invalidation(natsConnection *nc, natsSubscription *sub,
     aura_nats_msg_release(msg);
 }
 
+/* After a publish refused while nats.c reconnects (seen: the losses
+ * counted before it): waits, in slices, at most the reconnect grace,
+ * until a reconnect after that loss; 1 when there was one. */
+static int await_reconnected(apr_uint32_t seen)
+{
+    apr_time_t end = apr_time_now() + AURA_NATS_RECONNECT_GRACE;
+
+    while (!aura_nats_connected() || aura_nats_losses() == seen) {
+        if (apr_time_now() >= end) {
+            return 0;
+        }
+        apr_sleep(apr_time_from_msec(5));
+    }
+    return 1;
+}
+
 void aura_nats_publish_invalidation(request_rec *r, const char *project)
 {
     natsStatus s = NATS_CONNECTION_CLOSED;
 
     if (child_nc) {
+        apr_uint32_t seen = aura_nats_losses();
+
         s = natsConnection_Publish(child_nc, invalidation_subject, project,
                                    (int)strlen(project));
+        /* Nothing is buffered while reconnecting (see the top of this
+         * file): sent again once reconnected, a repeat being harmless. */
+        if (s == NATS_INSUFFICIENT_BUFFER && await_reconnected(seen)) {
+            s = natsConnection_Publish(child_nc, invalidation_subject,
+                                       project, (int)strlen(project));
+        }
         if (s == NATS_OK) {
             s = natsConnection_FlushTimeout(child_nc, 1000);
         }
@@ -391,6 +458,35 @@ natsConnection *aura_nats_conn(void)
 AURA_DECLARE(int) aura_nats_connected(void)
 {
     return child_nc && apr_atomic_read32(&child_connected);
+}
+
+apr_uint32_t aura_nats_losses(void)
+{
+    return apr_atomic_read32(&child_losses);
+}
+
+apr_time_t aura_nats_reconnect_until(void)
+{
+    apr_time_t lost = (apr_time_t)apr_atomic_read64(&child_lost_at);
+
+    if (!child_nc || aura_nats_connected() || !lost) {
+        return 0;
+    }
+    return lost + AURA_NATS_RECONNECT_GRACE;
+}
+
+const char *aura_nats_server(apr_pool_t *p)
+{
+    char url[256], id[64];
+
+    if (!aura_nats_connected()
+        || natsConnection_GetConnectedUrl(child_nc, url, sizeof(url))
+           != NATS_OK
+        || natsConnection_GetConnectedServerId(child_nc, id, sizeof(id))
+           != NATS_OK) {
+        return NULL;
+    }
+    return apr_pstrcat(p, url, " ", id, NULL);
 }
 
 apr_int64_t aura_nats_max_payload(void)

@@ -28,6 +28,22 @@ typedef void aura_nats_invalidation_fn(const char *project);
 void aura_nats_on_invalidation(aura_nats_invalidation_fn *fn);
 struct __natsConnection *aura_nats_conn(void);
 apr_int64_t aura_nats_max_payload(void);
+/* A request that finds the connection lost waits this long at most
+ * after the loss for nats.c to reconnect (to another node of a
+ * cluster: a few ms) before it answers 503. */
+#define AURA_NATS_RECONNECT_GRACE apr_time_from_sec(1)
+/* While the connection is lost and nats.c reconnects: the time until
+ * which a request may wait for it; 0 when connected, absent, or never
+ * lost (a first connect that keeps failing is an outage, not a
+ * reconnect). */
+apr_time_t aura_nats_reconnect_until(void);
+/* How many times the connection was lost so far (counted before the
+ * waiting requests are woken). */
+apr_uint32_t aura_nats_losses(void);
+/* "<url> <server id>" of the server this child is connected to, in p;
+ * NULL when not connected.  Takes the connection's lock: for /health
+ * only. */
+const char *aura_nats_server(apr_pool_t *p);
 const char *aura_nats_state(void);
 /* natsMsg_Destroy() for the request path: small messages are freed in
  * batches (one wake of nats.c's freeing thread per batch). */

@@ -35,6 +35,14 @@
  * r->pool, DESIGN.md section 8) and a late reply is dropped by the
  * inbox (aura_inbox.c), counted.
  *
+ * A request that finds the connection lost while nats.c reconnects (a
+ * node of the cluster went away) waits for the reconnect, for at most
+ * AURA_NATS_RECONNECT_GRACE after the loss and within its budget, then
+ * goes out on the new connection; a publish nats.c refused while
+ * reconnecting (it buffers nothing, aura_nats.c) never left, and is
+ * sent again the same way.  A request already sent when the connection
+ * dropped is not: a responder may have received it.
+ *
  * Status mapping (docs/envelope.md): no responders 503, timeout 504,
  * malformed reply 502, NATS connection down 503, breaker open 503.  A
  * timed-out request is never replayed: the service may have run it.
@@ -226,6 +234,66 @@ static int send_reply(request_rec *r, natsMsg *reply, aura_inbox_t *inbox,
                                 "sending the reply to the client failed");
 }
 
+/* While nats.c reconnects after a loss, waits (in slices) until it is
+ * connected again, the grace after the loss is over, deadline, or the
+ * client is gone; 1 when connected.  After a publish nats.c refused
+ * (refused: the losses counted before it), the loss may not be counted
+ * yet (on_disconnected() runs a moment after nats.c saw it) and the
+ * connection still looks up: the wait is then for a reconnect after
+ * that loss, at most the grace from now. */
+#define RECONNECT_SLICE apr_time_from_msec(5)
+
+static int await_reconnect(request_rec *r, apr_time_t deadline,
+                           int refused, apr_uint32_t seen)
+{
+    apr_time_t start = apr_time_now();
+    apr_time_t end = aura_nats_reconnect_until();
+
+    if (refused && (!end || end > start + AURA_NATS_RECONNECT_GRACE)) {
+        end = start + AURA_NATS_RECONNECT_GRACE;
+    }
+    if (end > deadline) {
+        end = deadline;
+    }
+    while (!aura_nats_connected()
+           || (refused && aura_nats_losses() == seen)) {
+        apr_time_t now = apr_time_now();
+
+        if (now >= end || aura_client_gone(r)) {
+            return 0;
+        }
+        apr_sleep(end - now > RECONNECT_SLICE ? RECONNECT_SLICE : end - now);
+    }
+    if (apr_time_now() - start >= RECONNECT_SLICE) {
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(01361)
+                      "waited %" APR_TIME_T_FMT " ms for the NATS "
+                      "reconnect", apr_time_as_msec(apr_time_now() - start));
+    }
+    return 1;
+}
+
+/* Publishes msg; refused because nats.c was reconnecting (nothing left
+ * this process), once more after the reconnect. */
+static natsStatus publish(request_rec *r, natsConnection *nc, natsMsg *msg,
+                          aura_inbox_t *inbox, apr_time_t deadline)
+{
+    apr_uint32_t seen;
+    natsStatus s;
+
+    if (!aura_nats_connected() && !await_reconnect(r, deadline, 0, 0)) {
+        return NATS_CONNECTION_DISCONNECTED;
+    }
+    seen = aura_nats_losses();
+    aura_inbox_sending(inbox);
+    s = natsConnection_PublishMsg(nc, msg);
+    if ((s == NATS_INSUFFICIENT_BUFFER || s == NATS_CONNECTION_DISCONNECTED)
+        && await_reconnect(r, deadline, 1, seen)) {
+        aura_inbox_sending(inbox);
+        s = natsConnection_PublishMsg(nc, msg);
+    }
+    return s;
+}
+
 /* One attempt: publishes msg and waits for the first reply on inbox
  * until deadline; the reply belongs to r->pool.  Returns the nats.c
  * status (NATS_NO_RESPONDERS comes back as nats-server's status message);
@@ -241,10 +309,9 @@ static natsStatus attempt(request_rec *r, natsConnection *nc, natsMsg *msg,
     *bus_failed = 0;
     /* The client was looked at right before: by the handler before the
      * first send, by sleep_unless_gone() before a retry.  While nats.c
-     * reconnects it would buffer the publish and answer NATS_OK: the
-     * request would wait for a reply that cannot come. */
-    s = aura_nats_connected() ? natsConnection_PublishMsg(nc, msg)
-                              : NATS_CONNECTION_DISCONNECTED;
+     * reconnects it refuses the publish (it buffers nothing): publish()
+     * waits for the reconnect and sends it then. */
+    s = publish(r, nc, msg, inbox, deadline);
     if (s != NATS_OK) {
         *bus_failed = 1;
         return s;
@@ -516,7 +583,9 @@ int aura_natsproxy_handler(request_rec *r)
     if (d->service == AURA_UNSET) {
         return DECLINED;
     }
-    if (!aura_nats_connected()) {
+    if (!aura_nats_connected()
+        && !await_reconnect(r, apr_time_now() + aura_route_timeout(d), 0,
+                            0)) {
         /* A refused TLS handshake or credentials: the log says which. */
         aura_nats_report(r->server, aura_nats_conn(), NATS_OK);
         return refuse(r, HTTP_SERVICE_UNAVAILABLE, "upstream-error",
