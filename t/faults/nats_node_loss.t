@@ -31,10 +31,15 @@
 # while the cluster drops the killed node (seen once in seven runs with
 # retries off) proves the request reached nobody and is sent again.
 # Short budgets (AuraTimeout 2s, reconnect wait 100 ms): the
-# whole file runs in well under a minute.  Plain NATS here; the same
-# run on a secured cluster gives cluster_start() the TLS and account
-# settings (see t/lib/Aura/Cluster.pm: scheme, extra, cluster_extra,
-# client_args, gateway_conf), nothing else changes.
+# whole file runs in well under a minute.  Plain NATS here;
+# t/faults/nats_node_loss_tls.t runs this file with $SECURE set: the
+# cluster then has TLS verifying clients (routes too) and accounts
+# (Aura::SecureNats::secure_cluster), the gateway and the responders
+# connect with client certificates and creds files, and the "one" and
+# "spread" runs are made (not the graceful, which is about httpd, not
+# the bus); first, gateways with a wrong CA, a wrong seed and a revoked
+# user each answer 503 upstream-error at once and log AURA01320 saying
+# which.
 use strict;
 use warnings FATAL => 'all';
 
@@ -47,7 +52,8 @@ use POSIX ();
 use Test::More import => ['!plan'];
 use Apache::Test qw(-withtestmore);
 use Time::HiRes qw(time sleep);
-use Aura::Test qw(private_httpd wait_until t_dir pid_alive);
+use Aura::Test qw(private_httpd wait_until t_dir pid_alive problem_ok);
+use Aura::SecureNats qw(secure_cluster);
 use Aura::Cluster qw(cluster_start cluster_urls node_kill node_start
                      routes_up node_of_port interest_seen);
 
@@ -56,15 +62,23 @@ my $CLIENTS = 16;
 my $BUDGET = 2;           # AuraTimeout, s
 my $CHILDREN = 2;
 
-plan tests => 3 * 9 + 1;
+our $SECURE;              # set by t/faults/nats_node_loss_tls.t
+my %REFUSED = (
+    wrongca   => qr/AURA01320: NATS connection refused: TLS handshake failed/,
+    wrongseed => qr/AURA01320: NATS connection refused: authorization violation/,
+    revoked   => qr/AURA01320: NATS connection refused: (?:authorization violation|credentials revoked)/,
+);
+
+plan tests => $SECURE ? 2 * 9 + 1 + 6 * keys %REFUSED : 3 * 9 + 1;
 
 # Stopped from outside: the END blocks still stop what was started.
 $SIG{$_} = sub { exit 1 } for qw(TERM INT);
 
 my $dir = tempdir(CLEANUP => 1);
 chmod 0755, $dir;
-my $cluster = cluster_start(dir => $dir, nodes => 3);
 my $subject = 'aura.test.nodeloss';
+my $sec = $SECURE ? secure_cluster($dir, $subject) : {};
+my $cluster = cluster_start(dir => $dir, nodes => 3, %$sec);
 my $servers = join(' ', map { $_->{url} } @{ $cluster->{nodes} });
 
 my ($port, $httpd) = private_httpd(dir => $dir, children => $CHILDREN,
@@ -118,7 +132,16 @@ END {
 sub responders_start {
     my ($run, $i, $n) = @_;
     for my $k (1 .. $n) {
-        my $name = "$run-$i-$k";
+        responder_start("$run-$i-$k", $i);
+    }
+}
+
+# One responder; a first connection refused (seen once on a loaded
+# machine: a TLS handshake of a node just restarted) is tried again, at
+# most 3 times, saying why.
+sub responder_start {
+    my ($name, $i) = @_;
+    for my $try (1 .. 3) {
         my $pidfile = "$dir/resp-$name.pid";
         unlink $pidfile;
         my $pid = fork() // die "fork: $!";
@@ -132,9 +155,18 @@ sub responders_start {
                 or POSIX::_exit(127);
         }
         $responders{$pid} = 1;
-        wait_until(10, sub { -s $pidfile })
-            or die "responder $name did not start";
+        my $exited;
+        wait_until(10, sub {
+            $exited = waitpid($pid, POSIX::WNOHANG()) == $pid;
+            return -s $pidfile || $exited;
+        });
+        return if -s $pidfile;
+        delete $responders{$pid} if $exited;
+        diag("responder $name did not start: "
+             . `tail -n 3 $dir/responders.log 2>&1`);
+        die "responder $name did not start" unless $exited;
     }
+    die "responder $name did not start in 3 tries";
 }
 
 system("$httpd -k start") == 0 or die 'httpd did not start';
@@ -324,6 +356,52 @@ sub check_run {
     return \%codes;
 }
 
+# Secured cluster: a gateway (one child) per wrong setting answers 503
+# upstream-error at once, not at its budget, and logs the reason; each
+# is stopped before the node-loss runs.
+sub refused_check {
+    for my $name (sort keys %REFUSED) {
+        my $gdir = "$dir/httpd-$name";
+        mkdir $gdir or die "$gdir: $!";
+        my ($gport, $ghttpd) = private_httpd(dir => $gdir, children => 1,
+                                             body => <<"CONF");
+AuraNATSServers $servers
+$sec->{refused}{$name}
+AuraNATSReconnectWait 100ms
+<VirtualHost 127.0.0.1:__PORT__>
+    AuraPlane data
+    <Location "/svc/">
+        AuraPublic On
+        AuraService functions nats:$subject
+        AuraTimeout ${BUDGET}s
+    </Location>
+</VirtualHost>
+CONF
+        system("$ghttpd -k start") == 0 or die "httpd $name did not start";
+        my $slurp = sub {
+            open(my $fh, '<', "$gdir/error.log") or return '';
+            local $/;
+            return <$fh> // '';
+        };
+        my $ua = LWP::UserAgent->new(timeout => 10);
+        my $url = "http://127.0.0.1:$gport/svc/refused/1";
+        my $res;
+        wait_until(10, sub { ($res = $ua->get($url))->code != 500
+                             && $res->code >= 200 });
+        my $t0 = time;
+        $res = $ua->get($url);
+        my $took = time - $t0;
+        problem_ok($res, 503, 'upstream-error', $name);
+        ok($took < 1, sprintf('%s: answered in %.3f s, not at the budget',
+                              $name, $took));
+        ok(wait_until(10, sub { $ua->get($url); $slurp->() =~ $REFUSED{$name} }),
+           "$name: the log says which") or diag($slurp->());
+        note(($slurp->() =~ /(AURA01320[^\n]*)/)[0] // '');
+        system("$ghttpd -k stop >/dev/null 2>&1");
+        wait_until(10, sub { !-e "$gdir/httpd.pid" });
+    }
+}
+
 # One run with a node killed in the middle.
 sub node_loss_run {
     my ($run, $spread) = @_;
@@ -351,12 +429,14 @@ sub node_loss_run {
 # /health names the node of the answering child.
 my ($srv) = LWP::UserAgent->new(timeout => 5)->get("$base/health")->content
     =~ /"nats_server":\s*"([^"]*)"/;
-ok(defined $srv && $srv =~ m{^nats://127\.0\.0\.1:(\d+) \S+$}
+ok(defined $srv && $srv =~ m{^(?:nats|tls)://127\.0\.0\.1:(\d+) \S+$}
    && node_of_port($cluster, $1) >= 0,
    '/health names the node the child uses (' . ($srv // 'none') . ')');
 
+refused_check() if $SECURE;
 node_loss_run('one', 0);
 node_loss_run('spread', 1);
+exit 0 if $SECURE;
 
 # --- graceful restart in the middle ---------------------------------
 open(my $fh, '<', "$dir/httpd.pid") or die "httpd.pid: $!";

@@ -6,7 +6,8 @@
 #                          localhost, a client certificate, and a second
 #                          CA that signed nothing of these; returns a hash
 #                          of file names (ca, server_cert, server_key,
-#                          client_cert, client_key, other_ca)
+#                          route_cert, route_key, client_cert, client_key,
+#                          other_ca)
 #   nkey($kind)            a new nkey: ($seed, $public), kind O, A or U
 #   operator()/account()/user()
 #                          JWTs signed with the issuer's seed (Ed25519,
@@ -16,6 +17,16 @@
 #   nats_server(%o)        starts nats-server on a free loopback port
 #                          with the given config body; returns
 #                          { pid, port, log }; stop_server($s) stops it
+#   secure_cluster($dir, $pub)
+#                          the settings of a secured Aura::Cluster: TLS
+#                          verifying clients (and on the routes), operator
+#                          mode with a memory resolver; the gateway and
+#                          responder users may publish to / subscribe to
+#                          $pub (gateway replies on _INBOX_gw); returns
+#                          cluster_start()'s scheme, extra, cluster_extra,
+#                          client_args and gateway_conf, and in `refused`
+#                          the gateway directives of a wrong CA, a wrong
+#                          seed and a revoked user
 #
 # Nothing needs nsc or node: Debian's nats-server, openssl and the
 # gateway's own nkey code are enough.
@@ -31,7 +42,7 @@ use IPC::Open2 qw(open2);
 use Aura::Test qw(t_dir free_port wait_until);
 
 our @EXPORT_OK = qw(pki nkey operator_jwt account_jwt user_jwt creds
-                    nats_server stop_server);
+                    nats_server stop_server secure_cluster);
 
 sub sh {
     my ($cmd) = @_;
@@ -64,8 +75,12 @@ sub pki {
     leaf($dir, 'ca', 'server', "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
                                . "extendedKeyUsage=serverAuth");
     leaf($dir, 'ca', 'client', "extendedKeyUsage=clientAuth");
+    # A route both accepts and opens TLS connections (verified both ways).
+    leaf($dir, 'ca', 'route', "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
+                              . "extendedKeyUsage=serverAuth,clientAuth");
     return { ca => "$dir/ca.pem", other_ca => "$dir/other_ca.pem",
              server_cert => "$dir/server.pem", server_key => "$dir/server.key",
+             route_cert => "$dir/route.pem", route_key => "$dir/route.key",
              client_cert => "$dir/client.pem", client_key => "$dir/client.key" };
 }
 
@@ -159,6 +174,60 @@ sub nats_server {
     }) or die "nats-server $o{name} did not listen on $port: "
               . `tail -n 5 $base.log $base.stderr 2>&1`;
     return { pid => $pid, port => $port, log => "$base.log" };
+}
+
+sub secure_cluster {
+    my ($d, $pub) = @_;
+    my $pki = pki($d);
+    my ($os, $op) = nkey('O');
+    my ($as, $ap) = nkey('A');      # the gateway's and the responders'
+    my ($bs, $bp) = nkey('A');      # an account that revoked a user
+    my ($gs, $gp) = nkey('U');
+    my ($ss, $sp) = nkey('U');
+    my ($ws)      = nkey('U');      # a seed that is not the gateway's
+    my ($rs, $rp) = nkey('U');
+    my $inv = 'aura.keys.invalidate';
+    my $gw_jwt = user_jwt($as, $ap, $gp, pub => [$pub, $inv],
+                          sub => ['_INBOX_gw.>', $inv]);
+    creds("$d/gateway.creds", $gw_jwt, $gs);
+    creds("$d/wrongseed.creds", $gw_jwt, $ws);
+    creds("$d/responder.creds",
+          user_jwt($as, $ap, $sp, pub => ['_INBOX_gw.>'], sub => [$pub]), $ss);
+    creds("$d/revoked.creds", user_jwt($bs, $bp, $rp), $rs);
+    open(my $fh, '>', "$d/op.jwt") or die "$d/op.jwt: $!";
+    print $fh operator_jwt($os, $op);
+    close $fh;
+    my $acc_a = account_jwt($os, $op, $ap);
+    my $acc_b = account_jwt($os, $op, $bp,
+                            revocations => { $rp => int(time) + 60 });
+    my $tls = sub {
+        my ($cert, $key) = @_;
+        return "tls { cert_file: \"$cert\", key_file: \"$key\", "
+               . "ca_file: \"$pki->{ca}\", verify: true, timeout: 5 }";
+    };
+    my $client = "AuraNATSCertificate $pki->{client_cert}\n"
+                 . "AuraNATSCertificateKey $pki->{client_key}\n"
+                 . "AuraNATSServerName localhost\n"
+                 . "AuraNATSInboxPrefix _INBOX_gw\n";
+    return {
+        scheme => 'tls',
+        extra => "operator: \"$d/op.jwt\"\nresolver: MEMORY\n"
+                 . "resolver_preload: { $ap: \"$acc_a\", $bp: \"$acc_b\" }\n"
+                 . $tls->($pki->{server_cert}, $pki->{server_key}),
+        cluster_extra => $tls->($pki->{route_cert}, $pki->{route_key}),
+        client_args => [ '-C', $pki->{ca}, '-c', $pki->{client_cert},
+                         '-k', $pki->{client_key}, '-u', "$d/responder.creds" ],
+        gateway_conf => "AuraNATSCAFile $pki->{ca}\n$client"
+                        . "AuraNATSCredentials $d/gateway.creds\n",
+        refused => {
+            wrongca => "AuraNATSCAFile $pki->{other_ca}\n$client"
+                       . "AuraNATSCredentials $d/gateway.creds\n",
+            wrongseed => "AuraNATSCAFile $pki->{ca}\n$client"
+                         . "AuraNATSCredentials $d/wrongseed.creds\n",
+            revoked => "AuraNATSCAFile $pki->{ca}\n$client"
+                       . "AuraNATSCredentials $d/revoked.creds\n",
+        },
+    };
 }
 
 sub stop_server {
