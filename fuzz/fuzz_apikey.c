@@ -153,9 +153,13 @@ static void check_redact(apr_pool_t *p, const char *s)
             const char *val = apr_pstrmemdup(p, eq + 1, vlen);
             const char *first = strstr(s, val);
 
+            /* A value holding the mark can be rebuilt from what stays
+             * public: the tail of its name, '=' and the mark ("...T=" +
+             * AURA_REDACTED when the name ends in "T" and the value is
+             * "T=REDACTED": a finding of this harness, not a leak). */
             if (vlen >= AURA_APIKEY_MIN && first == eq + 1
                 && !strstr(first + 1, val) && !strchr(val, ' ')
-                && !strchr(val, '?')) {
+                && !strchr(val, '?') && !strstr(val, AURA_REDACTED)) {
                 /* As a query: always redacted. */
                 AURA_FUZZ_ASSERT(!strstr(rq, val));
             }
