@@ -130,6 +130,34 @@ static void check_from_query(apr_pool_t *p, const char *args)
     AURA_FUZZ_ASSERT(out->nelts < in->nelts);
 }
 
+/* Whether val (no separator in it) occurs in a parameter of q other
+ * than a redacted one: "name=" AURA_REDACTED is public whatever it
+ * contains (a value made of its name's tail, '=' and part of the mark,
+ * "T...y=RED" after a name ending in "T...y", reappears there without
+ * anything secret surviving: found by this harness in CI). */
+static int in_plain_segment(const char *q, const char *val)
+{
+    size_t vlen = strlen(val);
+
+    while (*q) {
+        size_t len = strcspn(q, "&;#");
+        const char *eq = memchr(q, '=', len);
+        int redacted = eq && (size_t)(q + len - eq - 1)
+                                 == sizeof(AURA_REDACTED) - 1
+                       && !memcmp(eq + 1, AURA_REDACTED,
+                                  sizeof(AURA_REDACTED) - 1);
+
+        if (!redacted && memmem(q, len, val, vlen)) {
+            return 1;
+        }
+        q += len;
+        if (*q) {
+            q++;
+        }
+    }
+    return 0;
+}
+
 /* A secret never survives redaction: for every parameter (separated by
  * '&', ';' or '#') whose name the rule calls a credential, a value long
  * enough to be a key that occurs nowhere else in the string is gone
@@ -153,15 +181,11 @@ static void check_redact(apr_pool_t *p, const char *s)
             const char *val = apr_pstrmemdup(p, eq + 1, vlen);
             const char *first = strstr(s, val);
 
-            /* A value holding the mark can be rebuilt from what stays
-             * public: the tail of its name, '=' and the mark ("...T=" +
-             * AURA_REDACTED when the name ends in "T" and the value is
-             * "T=REDACTED": a finding of this harness, not a leak). */
             if (vlen >= AURA_APIKEY_MIN && first == eq + 1
                 && !strstr(first + 1, val) && !strchr(val, ' ')
-                && !strchr(val, '?') && !strstr(val, AURA_REDACTED)) {
+                && !strchr(val, '?')) {
                 /* As a query: always redacted. */
-                AURA_FUZZ_ASSERT(!strstr(rq, val));
+                AURA_FUZZ_ASSERT(!in_plain_segment(rq, val));
             }
         }
         seg += len;
