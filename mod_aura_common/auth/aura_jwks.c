@@ -432,7 +432,7 @@ static const char *bearer_token(request_rec *r, int *malformed)
  * told apart from any other module's "Bearer" by its address. */
 static const char bearer_auth_type[] = "Bearer";
 
-int aura_bearer_verified(const request_rec *r)
+static int bearer_verified(const request_rec *r)
 {
     return r->ap_auth_type == bearer_auth_type;
 }
@@ -442,7 +442,7 @@ int aura_bearer_verified(const request_rec *r)
  * sent there would cross unverified (DESIGN.md section 9). */
 void aura_forward_credentials(request_rec *r, apr_table_t *headers)
 {
-    if (!aura_bearer_verified(r)) {
+    if (!bearer_verified(r)) {
         apr_table_unset(headers, "Authorization");
     }
 }

@@ -14,9 +14,8 @@ const char *aura_jwks_read_source(cmd_parms *cmd, aura_jwt_source_t *src);
 apr_status_t aura_jwks_post_config(apr_pool_t *pconf, server_rec *s);
 void aura_jwks_child_init(apr_pool_t *pchild, server_rec *s);
 
-/* Whether aura_auth_bearer() verified r's token (aura_jwks.c); the
- * forwarding paths drop Authorization from headers when it did not. */
-int aura_bearer_verified(const request_rec *r);
+/* The forwarding paths: Authorization leaves headers unless
+ * aura_auth_bearer() verified r's token. */
 void aura_forward_credentials(request_rec *r, apr_table_t *headers);
 
 #endif /* AURA_JWKS_H */

@@ -308,7 +308,7 @@ AURA_DECLARE(apr_status_t) aura_key_lookup(request_rec *r, const char *key,
  * thread when an invalidation arrives (the lock, an O(size) scan, no
  * I/O), so a rotated key stops working on every child at once; the TTL
  * is only the backstop. */
-void aura_keystore_invalidate_project(const char *project)
+static void invalidate_project(const char *project)
 {
     apr_uint32_t i;
     int dropped = 0;
@@ -347,7 +347,7 @@ static apr_status_t rotation_out_filter(ap_filter_t *f,
 
 void aura_keystore_register(void)
 {
-    aura_nats_on_invalidation(aura_keystore_invalidate_project);
+    aura_nats_on_invalidation(invalidate_project);
     rotation_filter = ap_register_output_filter("AURA_KEY_ROTATION",
                                                 rotation_out_filter, NULL,
                                                 AP_FTYPE_CONTENT_SET);

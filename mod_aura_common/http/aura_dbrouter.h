@@ -15,6 +15,5 @@
 int aura_db_route(request_rec *r, const char **target, const char **url);
 void aura_dbrouter_child_init(apr_pool_t *pchild, server_rec *s);
 /* Remember that a Location has an HTTP upstream (check_config). */
-void aura_set_service_seen(cmd_parms *cmd);
 
 #endif /* AURA_DBROUTER_H */

@@ -387,7 +387,7 @@ void aura_inbox_wake_all(void)
 }
 
 /* Before the connection is destroyed (aura_nats.c's cleanup). */
-void aura_inbox_child_exit(void)
+static void inbox_child_exit(void)
 {
     if (mux_sub) {
         natsSubscription_Destroy(mux_sub);
@@ -398,7 +398,7 @@ void aura_inbox_child_exit(void)
      * subscription is destroyed, and that callback may still wake one. */
 }
 
-int aura_inbox_child_init(natsConnection *nc, const char *inbox_prefix)
+static int inbox_child_init(natsConnection *nc, const char *inbox_prefix)
 {
     natsInbox *nuid = NULL;
     char subject[sizeof(prefix) + 2];
@@ -428,7 +428,7 @@ int aura_inbox_child_init(natsConnection *nc, const char *inbox_prefix)
 /* aura_nats.c's user: the inboxes live on the child's connection. */
 static void inbox_user_init(natsConnection *nc, server_rec *s)
 {
-    natsStatus st = aura_inbox_child_init(
+    natsStatus st = inbox_child_init(
         nc, aura_conf_nats_inbox_prefix(aura_server_conf(s)));
 
     if (st != NATS_OK) {
@@ -439,7 +439,7 @@ static void inbox_user_init(natsConnection *nc, server_rec *s)
 }
 
 static const aura_nats_user_t inbox_user = {
-    inbox_user_init, aura_inbox_wake_all, aura_inbox_child_exit
+    inbox_user_init, aura_inbox_wake_all, inbox_child_exit
 };
 
 void aura_inbox_register(void)

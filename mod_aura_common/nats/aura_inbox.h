@@ -14,12 +14,9 @@ struct __natsMsg;
 /* aura_inbox.c: per-request reply inboxes on the child's one reply
  * subscription.  Statuses are natsStatus values. */
 typedef struct aura_inbox_t aura_inbox_t;
-int aura_inbox_child_init(struct __natsConnection *nc,
-                          const char *inbox_prefix);
 /* From register_hooks: the inboxes follow the child's connection
  * (aura_nats_add_user). */
 void aura_inbox_register(void);
-void aura_inbox_child_exit(void);
 /* Wakes every waiting request (the connection was lost). */
 void aura_inbox_wake_all(void);
 /* An inbox that lives as long as p; NATS_OK, or why not. */

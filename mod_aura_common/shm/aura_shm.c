@@ -106,7 +106,7 @@
  * and build would lay it out identically: same fingerprint (a hash of
  * the layout table below, of the encoding and of the geometry: the
  * tables' names and sizes, the targets), same size, and a directory
- * that passes aura_shm_validate().  Reordering zones keeps it (tables
+ * that passes validate_segment().  Reordering zones keeps it (tables
  * are laid out in name order); adding, removing or resizing one
  * rebuilds it (AURA00002 says which).
  */
@@ -509,7 +509,7 @@ aura_shm_table_t *aura_shm_actor_table(aura_fallback_slot_t **slots,
     return t;
 }
 
-int aura_shm_zone_table(const char *name)
+static int zone_table(const char *name)
 {
     apr_uint64_t i;
 
@@ -780,7 +780,7 @@ static const char *validate(aura_shm_header_t *h, apr_pool_t *p)
     return why;
 }
 
-const char *aura_shm_validate(apr_pool_t *p)
+static const char *validate_segment(apr_pool_t *p)
 {
     return shm_base ? validate(shm_base, p) : "no segment";
 }
@@ -959,7 +959,7 @@ static void assign_tables(apr_pool_t *pconf)
     for (i = 0; i < zones->nelts; i++) {
         aura_zone_t *z = APR_ARRAY_IDX(zones, i, aura_zone_t *);
 
-        z->table = aura_shm_zone_table(z->name);
+        z->table = zone_table(z->name);
     }
 }
 
@@ -1045,7 +1045,7 @@ aura_shm_header_t *aura_shm(void)
 
 /* The rate-limit tables: {"<zone>": {entries, full, rejected}}, and,
  * when walk is set, what a walk of each finds (used, limited) and
- * whether the segment is valid (aura_shm_validate()). */
+ * whether the segment is valid (validate_segment()). */
 static void describe_tables(json_t *obj, int walk, apr_pool_t *p)
 {
     json_t *zones = json_object();
@@ -1078,7 +1078,7 @@ static void describe_tables(json_t *obj, int walk, apr_pool_t *p)
     }
     json_object_set_new(obj, "zones", zones);
     if (walk) {
-        const char *why = aura_shm_validate(p);
+        const char *why = validate_segment(p);
 
         json_object_set_new(obj, "valid", json_boolean(!why));
         if (why) {

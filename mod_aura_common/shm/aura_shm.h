@@ -23,8 +23,6 @@ int aura_shm_check_config(apr_pool_t *pconf, apr_pool_t *plog,
                           apr_pool_t *ptemp, server_rec *s);
 apr_status_t aura_shm_post_config(apr_pool_t *pconf, apr_pool_t *ptemp,
                                   server_rec *s);
-/* Walk the table directory and every table: NULL, or what is wrong. */
-const char *aura_shm_validate(apr_pool_t *p);
 apr_status_t aura_shm_child_init(apr_pool_t *pchild, server_rec *s);
 aura_shm_header_t *aura_shm(void);
 
@@ -149,12 +147,10 @@ aura_shm_table_t *aura_shm_table(int n, aura_limiter_slot_t **slots,
                                  apr_uint64_t *sets);
 aura_shm_table_t *aura_shm_actor_table(aura_fallback_slot_t **slots,
                                        apr_uint64_t *sets);
-/* The table of a zone name (1-based), 0 when it has none. */
-int aura_shm_zone_table(const char *name);
 const unsigned char *aura_shm_hash_key(void);
 /** Fill a JSON object with the segment's identity and counters. */
 struct json_t;
-/* walk: also walk every table (slots used, aura_shm_validate()). */
+/* walk: also walk every table (slots used, and whether each is valid). */
 void aura_shm_describe(struct json_t *obj, int walk, apr_pool_t *p);
 
 /* aura_shm.c: the JWKS documents, one slot per VirtualHost. */
