@@ -162,9 +162,27 @@ static int take_turn(volatile apr_uint32_t *last, apr_uint32_t every)
            && apr_atomic_cas32(last, now, was) == was;
 }
 
+/* The server's or the TLS library's text, as one printable line of at
+ * most 255 bytes: it comes from the other end of a socket and must not
+ * forge log lines. */
+static const char *printable(const char *text, char *buf, apr_size_t size)
+{
+    apr_size_t i;
+
+    if (!text || !*text) {
+        return "-";
+    }
+    for (i = 0; text[i] && i + 1 < size; i++) {
+        buf[i] = (text[i] < ' ' || text[i] == 0x7f) ? '?' : text[i];
+    }
+    buf[i] = '\0';
+    return buf;
+}
+
 static void log_reason(server_rec *s, natsStatus err, const char *text)
 {
     const char *why = classify(err, text);
+    char buf[256];
 
     if (!why || !take_turn(&last_report, 1)) {
         return;
@@ -172,7 +190,7 @@ static void log_reason(server_rec *s, natsStatus err, const char *text)
     ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, AURA_LOGNO(01320)
                  "NATS connection refused: %s: %s (%s); NATS routes "
                  "answer 503", why, natsStatus_GetText(err),
-                 text && *text ? text : "-");
+                 printable(text, buf, sizeof(buf)));
 }
 
 static natsStatus probe_options(apr_pool_t *p, const aura_server_conf_t *c,
