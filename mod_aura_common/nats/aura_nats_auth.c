@@ -135,7 +135,8 @@ static const char *classify(natsStatus err, const char *text)
         return "credentials revoked";
     }
     if (has(text, "authorization violation")
-        || has(text, "authentication")) {
+        || has(text, "authentication")
+        || err == NATS_CONNECTION_AUTH_FAILED) {
         return "authorization violation (the server refused the "
                "credentials)";
     }
@@ -278,16 +279,20 @@ void aura_nats_report(server_rec *s, natsConnection *nc, natsStatus err)
 {
     const char *text = NULL;
 
-    /* Every refused request asks: the connection's lock is taken at
-     * most once a second per child, not once a request. */
-    if (!take_turn(&last_ask, 1)) {
+    if (err != NATS_OK) {
+        /* nats.c's error handler: the server's text is in this thread's
+         * last error, set for the callback.  The connection's own may
+         * already be cleared by the reconnect thread: credentials that
+         * expired were then reported as refused on reconnect. */
+        text = nats_GetLastError(NULL);
+    }
+    else if (!take_turn(&last_ask, 1)) {
+        /* Every refused request asks: the connection's lock is taken at
+         * most once a second per child, not once a request. */
         return;
     }
-    if (nc && err == NATS_OK) {
-        err = natsConnection_GetLastError(nc, &text);
-    }
     else if (nc) {
-        (void)natsConnection_GetLastError(nc, &text);
+        err = natsConnection_GetLastError(nc, &text);
     }
     if (classify(err, text)) {
         log_reason(s, err, text);
