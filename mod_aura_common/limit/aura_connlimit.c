@@ -16,7 +16,13 @@
  * lingering, as mod_qos's QS_SrvMaxConnPerIP does.  A 503 was not
  * written on purpose: on a TLS or HTTP/2 listener a plain-text answer
  * would be garbage, and a response costs a write on a connection
- * being refused.  The connection is counted out by a c->pool cleanup.
+ * being refused.  The connection is counted out by a c->pool cleanup,
+ * or earlier under the event MPM: when httpd starts its lingering
+ * close (pre_close_connection), which the listener thread finishes
+ * without a worker.  Otherwise a client that reopens each connection
+ * the server closed (a 408 from mod_reqtimeout) is counted twice while
+ * the old one lingers, and reaches a cap it stays under.  Under prefork
+ * and worker the lingering close holds the worker: it stays counted.
  *
  * The cap is read from the listener's VirtualHost (c->base_server: at
  * this point the name-based VirtualHost is not known, only the address
@@ -60,9 +66,11 @@
 /* A refused address is logged at most once per this many seconds. */
 #define LOG_INTERVAL 60
 
-/* Written in post_config (the auto caps) and child_init (the rest). */
+/* Written in post_config (the auto caps, the MPM's kind) and child_init
+ * (the rest). */
 static int auto_cap = 2;
 static int auto_reading = 1;
+static int async_mpm;               /* lingering closes hold no worker */
 static aura_conn_journal_t *journal;
 static apr_uint32_t *free_stack;
 static apr_uint32_t free_top;
@@ -77,6 +85,12 @@ typedef struct {
                                        stream may release its master's
                                        count from another thread) */
 } held_t;
+
+/* The counts a client connection holds, in its conn_config. */
+typedef struct {
+    held_t *address;
+    held_t *reading;                /* NULL once its request is read */
+} conn_counts_t;
 
 apr_status_t aura_connlimit_post_config(apr_pool_t *pconf, server_rec *s)
 {
@@ -95,6 +109,9 @@ apr_status_t aura_connlimit_post_config(apr_pool_t *pconf, server_rec *s)
     workers = daemons * threads;
     auto_cap = workers / 3 > 2 ? workers / 3 : 2;
     auto_reading = 2 * workers / 3 > 1 ? 2 * workers / 3 : 1;
+    if (ap_mpm_query(AP_MPMQ_IS_ASYNC, &async_mpm) != APR_SUCCESS) {
+        async_mpm = 0;
+    }
     return APR_SUCCESS;
 }
 
@@ -221,6 +238,18 @@ static held_t *hold(conn_rec *c, apr_uint64_t slot)
     return h;
 }
 
+static conn_counts_t *counts_of(conn_rec *c)
+{
+    conn_counts_t *n = ap_get_module_config(c->conn_config,
+                                            &aura_common_module);
+
+    if (!n) {
+        n = apr_pcalloc(c->pool, sizeof(*n));
+        ap_set_module_config(c->conn_config, &aura_common_module, n);
+    }
+    return n;
+}
+
 static void log_refused(conn_rec *c, aura_conn_slot_t *s,
                         apr_uint64_t count, int cap)
 {
@@ -290,8 +319,7 @@ static int enter_reading(conn_rec *c, const aura_server_conf_t *sc,
     switch (aura_conn_enter(slots, sets, listener_key(c), (apr_uint64_t)cap,
                             &slot, &count)) {
     case AURA_CONN_ADMITTED:
-        ap_set_module_config(c->conn_config, &aura_common_module,
-                             hold(c, slot));
+        counts_of(c)->reading = hold(c, slot);
         return OK;
     case AURA_CONN_FULL:
         aura_count(AURA_CTR_CONN_TABLE_FULL);
@@ -311,13 +339,36 @@ static int conn_request_read(request_rec *r)
 {
     conn_rec *c = r->connection->master ? r->connection->master
                                         : r->connection;
-    held_t *h = ap_get_module_config(c->conn_config, &aura_common_module);
+    conn_counts_t *n = ap_get_module_config(c->conn_config,
+                                            &aura_common_module);
 
-    if (h) {
-        ap_set_module_config(c->conn_config, &aura_common_module, NULL);
-        release(h);
+    if (n && n->reading) {
+        release(n->reading);
+        n->reading = NULL;
     }
     return DECLINED;
+}
+
+/* pre_close_connection: the lingering close starts; under the event
+ * MPM it holds no worker, so the connection counts out now. */
+static int conn_closing(conn_rec *c)
+{
+    conn_counts_t *n;
+
+    if (!async_mpm || c->master) {
+        return OK;
+    }
+    n = ap_get_module_config(c->conn_config, &aura_common_module);
+    if (n) {
+        if (n->reading) {
+            release(n->reading);
+        }
+        if (n->address) {
+            release(n->address);
+        }
+        ap_set_module_config(c->conn_config, &aura_common_module, NULL);
+    }
+    return OK;
 }
 
 /* Not OK, DECLINED or DONE: the MPM closes the socket without running
@@ -357,7 +408,7 @@ static int conn_enter(conn_rec *c, void *csd)
                                       (apr_uint64_t)cap, &slot, &count)
                     : AURA_CONN_FULL) {
     case AURA_CONN_ADMITTED:
-        hold(c, slot);
+        counts_of(c)->address = hold(c, slot);
         break;
     case AURA_CONN_FULL:
         if (cap > 0) {
@@ -623,4 +674,5 @@ void aura_connlimit_register(void)
     ap_hook_child_status(conn_child_status, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_read_request(conn_request_read, NULL, NULL,
                               APR_HOOK_REALLY_FIRST);
+    ap_hook_pre_close_connection(conn_closing, NULL, NULL, APR_HOOK_MIDDLE);
 }

@@ -64,10 +64,15 @@ static apr_status_t try_enter(aura_conn_slot_t *set, apr_uint64_t tag,
                                 (tag << AURA_CONN_COUNT_BITS) | 1, w) != w) {
             return APR_EAGAIN;
         }
+        /* A new address: its first refusal is logged, whatever the
+         * slot's last holder was told.  The same address back in the
+         * slot it emptied (its tag stays in an empty word) keeps its
+         * stamp: going empty and full again is no reason to log more
+         * than once a minute. */
+        if (TAG_OF(w) != tag) {
+            apr_atomic_set64(&set[free_i].logged, 0);
+        }
     }
-    /* A new address: its first refusal is logged, whatever the slot's
-     * last holder was told. */
-    apr_atomic_set64(&set[free_i].logged, 0);
     *i_out = free_i;
     *count = 1;
     return APR_SUCCESS;

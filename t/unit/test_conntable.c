@@ -93,6 +93,26 @@ static void test_full_and_takeover(void **state)
                                      &count), AURA_CONN_FULL);
 }
 
+/* An address whose count went to zero and comes back to the slot it
+ * emptied keeps its log stamp (once a minute, not once per burst). */
+static void test_same_address_keeps_stamp(void **state)
+{
+    aura_conn_slot_t slots[WAYS];
+    apr_uint64_t slot, again, count;
+
+    (void)state;
+    memset(slots, 0, sizeof(slots));
+    assert_int_equal(aura_conn_enter(slots, 1, H(7, 0), 1, &slot, &count),
+                     AURA_CONN_ADMITTED);
+    assert_int_equal(aura_conn_enter(slots, 1, H(7, 0), 1, &again,
+                                     &count), AURA_CONN_REFUSED);
+    slots[slot].logged = 12345;
+    assert_true(aura_conn_leave(slots, slot) == 0);
+    assert_int_equal(aura_conn_enter(slots, 1, H(7, 0), 1, &again,
+                                     &count), AURA_CONN_ADMITTED);
+    assert_true(again == slot && slots[slot].logged == 12345);
+}
+
 /* A killed child's journal: its records are counted out once, the
  * journal freed for the next child; a second reclaim does nothing. */
 static void test_reclaim(void **state)
@@ -197,6 +217,7 @@ int main(void)
         cmocka_unit_test(test_sets),
         cmocka_unit_test(test_cap),
         cmocka_unit_test(test_full_and_takeover),
+        cmocka_unit_test(test_same_address_keeps_stamp),
         cmocka_unit_test(test_reclaim),
         cmocka_unit_test(test_threads),
     };
