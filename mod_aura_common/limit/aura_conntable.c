@@ -28,7 +28,7 @@ static apr_status_t try_enter(aura_conn_slot_t *set, apr_uint64_t tag,
                               apr_uint64_t cap, int *i_out,
                               apr_uint64_t *count, int *refused)
 {
-    int i, free_i = -1;
+    int i, free_i = -1, rank = 0;
 
     *refused = 0;
     for (i = 0; i < AURA_CONN_WAYS; i++) {
@@ -47,8 +47,16 @@ static apr_status_t try_enter(aura_conn_slot_t *set, apr_uint64_t tag,
             *count = COUNT_OF(w) + 1;
             return APR_SUCCESS;
         }
-        if (!COUNT_OF(w) && free_i < 0) {
-            free_i = i;
+        /* A free slot: the one this tag emptied (its log stamp is
+         * still there) before one never used, before one another tag
+         * emptied (its owner may come back to it). */
+        if (!COUNT_OF(w)) {
+            int r = TAG_OF(w) == tag ? 3 : w == 0 ? 2 : 1;
+
+            if (r > rank) {
+                rank = r;
+                free_i = i;
+            }
         }
     }
     if (free_i < 0) {

@@ -111,6 +111,19 @@ static void test_same_address_keeps_stamp(void **state)
     assert_int_equal(aura_conn_enter(slots, 1, H(7, 0), 1, &again,
                                      &count), AURA_CONN_ADMITTED);
     assert_true(again == slot && slots[slot].logged == 12345);
+    /* Another address emptied its slot meanwhile: this one, back after
+     * going to zero again, still finds its own. */
+    assert_true(aura_conn_leave(slots, slot) == 0);
+    assert_int_equal(aura_conn_enter(slots, 1, H(8, 0), 1, &again,
+                                     &count), AURA_CONN_ADMITTED);
+    assert_true(again != slot);
+    assert_true(aura_conn_leave(slots, again) == 0);
+    assert_int_equal(aura_conn_enter(slots, 1, H(9, 0), 1, &again,
+                                     &count), AURA_CONN_ADMITTED);
+    assert_true(again != slot);
+    assert_int_equal(aura_conn_enter(slots, 1, H(7, 0), 1, &again,
+                                     &count), AURA_CONN_ADMITTED);
+    assert_true(again == slot && slots[slot].logged == 12345);
 }
 
 /* A killed child's journal: its records are counted out once, the
