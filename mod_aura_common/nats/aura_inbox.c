@@ -1,45 +1,42 @@
 /* Licensed under the Apache License, Version 2.0 (see LICENSE).
  *
- * aura_inbox.c: the reply inboxes of a child's NATS requests, all on one
- * subscription.
+ * aura_inbox.c: the reply inboxes of a child's NATS requests.
  *
  * Each request needs an inbox of its own, because a reply may be a
  * stream of messages (aura_stream.c) and nats.c's request call only ever
  * returns the first one.  A subscription per request cost a SUB and an
- * UNSUB on the wire, the server's interest churn, and a flush round trip
- * so that the SUB was known before the request (and, with nats.c before
- * 3.6.1, whose reader thread may still use a subscription being freed,
- * a deferred free after the next PONG).  Instead, at child_init, the
- * child subscribes once to "<prefix>.*", a prefix of its own; a request
- * takes a token, and its reply subject is "<prefix>.<token>".  The
- * subscription's callback (a nats.c delivery thread) looks the token up
- * and queues the message on that request's inbox, waking the worker
- * thread waiting on it.  A reply whose request is gone (it came after
- * the budget, its client gone, a stream cut short) finds no token and is
- * dropped, counted as a late reply: nothing that nats.c's reader thread
- * uses is ever freed while the child runs.
+ * UNSUB on the wire each time; one subscription for the whole child
+ * (issue #9) cost a second thread hand-off per reply: nats.c's reader
+ * thread queued it for the subscription's delivery thread, whose
+ * callback queued it for the waiting worker.
  *
- * An inbox holds at most INBOX_PENDING_MSGS messages and INBOX_PENDING
- * bytes (at least 32 MiB, 16 max payloads when those are bigger), as the
- * per-request subscription's pending limits did: a service that ignores
- * the stream window overflows them, the excess is dropped and counted,
- * and the stream aborts on the gap.
+ * So an inbox is a lane: a synchronous subscription to
+ * "<prefix>.<lane>.*", made the first time the child has that many
+ * requests waiting at once, then reused by one request after another.
+ * nats.c's reader thread queues a reply on the lane's subscription and
+ * wakes the worker waiting in natsSubscription_NextMsg() directly: one
+ * hand-off.  A request takes a free lane and a new token, and its reply
+ * subject is "<prefix>.<lane>.<token>"; a message for an older token of
+ * the lane is a reply that came after its request was gone (after the
+ * budget, its client gone, a stream cut short): dropped and counted as
+ * a late reply, by the next request of the lane, or by the sweep
+ * (aura_inbox_sweep(), every second from mod_watchdog) while the lane
+ * is free.  Nothing that nats.c's reader thread uses is freed while the
+ * child runs: lanes go back to a free list, their subscriptions stay.
  *
- * The table of open inboxes (INBOX_BUCKETS lists, by token) and every
- * inbox's queue are guarded by one mutex per child: each operation under
- * it is a few pointer moves.  An inbox is registered by
- * aura_inbox_open() and unregistered by a cleanup of the pool it belongs
- * to (r->pool), which also frees what is still queued; after the
- * cleanup no callback can reach it.
+ * A lane's subscription holds at most INBOX_PENDING_MSGS messages and
+ * INBOX_PENDING_BYTES (at least 32 MiB, 16 max payloads when those are
+ * bigger): a service that ignores the stream window overflows them,
+ * nats.c drops the excess and says so once (NATS_SLOW_CONSUMER), and
+ * the stream aborts on the gap.
  *
- * The callback wakes the waiting thread after it has let go of the
- * mutex: woken under it, the thread would only block again on the mutex
- * it needs to return (a second sleep and wake per request).  That is
- * safe because an inbox's memory (and its condition variable) is never
- * freed while the child runs: a closed inbox goes to a free list and is
- * reused, so a wake that comes late is a spurious wake-up of its next
- * user, which looks at its queue and waits again.  The list holds at most
- * as many inboxes as the child ever had requests waiting at once.
+ * A lost connection does not wake a waiting worker (nats.c signals a
+ * subscription only for a message or its close): the wait looks at the
+ * connection every WAIT_SLICE, and a request sent before the loss
+ * answers 503 LOSS_GRACE after the loss was seen.  A lane is only ever
+ * waited on by the request that holds it; it is returned by a cleanup
+ * of that request's pool, which may run on another thread (the event
+ * MPM's write completion), hence the lock around the free list.
  */
 #include "core/aura_module.h"
 #include "nats/aura_inbox.h"
@@ -49,6 +46,7 @@
 #include "shm/aura_shm.h"
 
 #include "apr_strings.h"
+#include "mod_watchdog.h"
 
 #include <nats/nats.h>
 #include <pthread.h>
@@ -57,12 +55,10 @@
 
 #define INBOX_PENDING_MSGS  16
 #define INBOX_PENDING_BYTES (32 * 1024 * 1024)
-#define INBOX_BUCKETS       256             /* a power of two */
 
 /* Longest wait before the connection state is looked at again: a lost
- * connection also wakes every waiter at once (aura_inbox_wake_all()),
- * this is the backstop. */
-#define WAIT_SLICE apr_time_from_msec(250)
+ * connection does not wake the waiting thread (see the top). */
+#define WAIT_SLICE apr_time_from_msec(100)
 
 /* How long a request still waits for its reply once the connection was
  * lost after it was sent: nats.c may have reconnected and sent it on
@@ -72,190 +68,143 @@
  * this. */
 #define LOSS_GRACE apr_time_from_msec(50)
 
+/* The late-reply sweep of free lanes (mod_watchdog, every child). */
+#define SWEEP_WATCHDOG "_aura_inbox_sweep_"
+#define SWEEP_EVERY    apr_time_from_sec(1)
+
 struct aura_inbox_t {
-    aura_inbox_t *next;             /* in its bucket */
-    apr_uint64_t token;
-    pthread_cond_t cond;
-    natsMsg *queue[INBOX_PENDING_MSGS];
-    unsigned int head, count;
-    apr_int64_t bytes, max_bytes;
-    apr_int64_t dropped;            /* messages over the limits, ever */
-    apr_int64_t dropped_told;       /* of which next() has reported */
+    aura_inbox_t *next;             /* on the free list */
+    aura_inbox_t *all;              /* every lane of the child */
+    natsSubscription *sub;
+    apr_uint64_t token;             /* the current request's */
+    int64_t dropped_base;           /* the subscription's drops at open */
     apr_uint32_t losses;            /* aura_nats_losses() when sent */
     apr_time_t lost_at;             /* monotonic: when next() saw the
                                        loss; 0 before */
-    char subject[80];
+    apr_size_t base_len;            /* of "<prefix>.<lane>." */
+    char subject[112];              /* "<prefix>.<lane>.<token>" */
 };
 
 /* Per child: set in child_init, before any worker thread runs. */
-static pthread_mutex_t mux_lock = PTHREAD_MUTEX_INITIALIZER;
-static aura_inbox_t *buckets[INBOX_BUCKETS];
-static natsSubscription *mux_sub;
-static char prefix[64];             /* "_INBOX.<nuid>" */
+static pthread_mutex_t lane_lock = PTHREAD_MUTEX_INITIALIZER;
+static natsConnection *lane_conn;   /* NULL: no lanes (yet, or any more) */
+static aura_inbox_t *free_lanes;    /* under lane_lock; linked by next */
+static aura_inbox_t *all_lanes;     /* under lane_lock; linked by all */
+static unsigned int lane_count;     /* under lane_lock */
+static char prefix[64];             /* "<AuraNATSInboxPrefix>.<nuid>" */
 static apr_size_t prefix_len;
-static apr_uint64_t next_token;     /* under mux_lock */
-static aura_inbox_t *free_inboxes;  /* under mux_lock; linked by next */
 
-static aura_inbox_t **bucket_of(apr_uint64_t token)
+/* Drops what the lane holds without waiting: replies to requests that
+ * are gone (the caller holds the lane, or lane_lock with it free). */
+static void drain(aura_inbox_t *in)
 {
-    return &buckets[token & (INBOX_BUCKETS - 1)];
-}
+    int msgs = 0;
+    natsMsg *m;
 
-/* The token of a reply subject; 0 (never issued) when it is not ours. */
-static apr_uint64_t token_of(const char *subject)
-{
-    apr_uint64_t token = 0;
-    const char *c;
-
-    if (strncmp(subject, prefix, prefix_len) || subject[prefix_len] != '.') {
-        return 0;
+    if (natsSubscription_GetPending(in->sub, &msgs, NULL) != NATS_OK
+        || msgs <= 0) {
+        return;
     }
-    for (c = subject + prefix_len + 1; *c; c++) {
-        int v = (*c >= '0' && *c <= '9') ? *c - '0'
-              : (*c >= 'a' && *c <= 'f') ? *c - 'a' + 10 : -1;
+    while (msgs-- > 0) {
+        natsStatus s = natsSubscription_NextMsg(&m, in->sub, 0);
 
-        if (v < 0 || token >> 60) {
-            return 0;
-        }
-        token = token << 4 | (apr_uint64_t)v;
-    }
-    return token;
-}
-
-/* Under mux_lock. */
-static aura_inbox_t *find(apr_uint64_t token)
-{
-    aura_inbox_t *in;
-
-    for (in = *bucket_of(token); in && in->token != token; in = in->next) {
-    }
-    return in;
-}
-
-/* The subscription's callback, on its nats.c delivery thread. */
-static void on_reply(natsConnection *nc, natsSubscription *sub,
-                     natsMsg *msg, void *closure)
-{
-    apr_uint64_t token = token_of(natsMsg_GetSubject(msg));
-    apr_int64_t len = natsMsg_GetDataLength(msg);
-    aura_inbox_t *in;
-    int kept = 0;
-
-    (void)nc; (void)sub; (void)closure;
-    pthread_mutex_lock(&mux_lock);
-    in = token ? find(token) : NULL;
-    if (in) {
-        if (in->count < INBOX_PENDING_MSGS
-            && in->bytes + len <= in->max_bytes) {
-            in->queue[(in->head + in->count) % INBOX_PENDING_MSGS] = msg;
-            in->count++;
-            in->bytes += len;
-            kept = 1;
-        }
-        else {
-            in->dropped++;
-        }
-    }
-    pthread_mutex_unlock(&mux_lock);
-    if (kept) {
-        /* Outside the mutex: see the top of this file. */
-        pthread_cond_signal(&in->cond);
-    }
-    else {
-        if (token && !in) {
+        if (s == NATS_OK) {
             aura_count(AURA_CTR_LATE_REPLIES);
+            aura_nats_msg_release(m);
         }
-        aura_nats_msg_release(msg);
+        else if (s != NATS_NO_RESPONDERS) {
+            break;              /* (nats.c freed that one itself) */
+        }
     }
 }
 
-static apr_status_t inbox_cleanup(void *data)
+static apr_status_t lane_release(void *data)
 {
-    aura_inbox_t *in = data, **link;
-    natsMsg *left[INBOX_PENDING_MSGS];
-    unsigned int n = 0, i;
+    aura_inbox_t *in = data;
 
-    pthread_mutex_lock(&mux_lock);
-    for (link = bucket_of(in->token); *link && *link != in;
-         link = &(*link)->next) {
-    }
-    if (*link) {
-        *link = in->next;
-    }
-    while (in->count) {
-        left[n++] = in->queue[in->head];
-        in->head = (in->head + 1) % INBOX_PENDING_MSGS;
-        in->count--;
-    }
-    in->next = free_inboxes;
-    free_inboxes = in;
-    pthread_mutex_unlock(&mux_lock);
-    for (i = 0; i < n; i++) {
-        /* Came, but its request no longer waited: late too. */
-        aura_count(AURA_CTR_LATE_REPLIES);
-        aura_nats_msg_release(left[i]);
-    }
+    /* A reply that came between the last wait and now is late too. */
+    drain(in);
+    pthread_mutex_lock(&lane_lock);
+    in->next = free_lanes;
+    free_lanes = in;
+    pthread_mutex_unlock(&lane_lock);
     return APR_SUCCESS;
 }
 
-/* A new inbox, with its condition variable: malloc'ed, never freed while
- * the child runs (see the top of this file). */
-static aura_inbox_t *inbox_create(void)
+static apr_int64_t pending_bytes_limit(void)
+{
+    apr_int64_t n = aura_nats_max_payload() * INBOX_PENDING_MSGS;
+
+    return n < INBOX_PENDING_BYTES ? INBOX_PENDING_BYTES : n;
+}
+
+/* A new lane and its subscription: malloc'ed, never freed while the
+ * child runs (see the top of this file). */
+static natsStatus lane_create(natsConnection *nc, aura_inbox_t **out)
 {
     aura_inbox_t *in = calloc(1, sizeof(*in));
-    pthread_condattr_t attr;
-    int failed;
+    char subject[sizeof(in->subject)];
+    unsigned int lane;
+    natsStatus s;
 
-    if (!in || pthread_condattr_init(&attr)) {
-        free(in);
-        return NULL;
+    if (!in) {
+        return NATS_NO_MEMORY;
     }
-    /* Waits are measured on the monotonic clock: a step of the wall
-     * clock neither cuts nor stretches a budget. */
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    failed = pthread_cond_init(&in->cond, &attr);
-    pthread_condattr_destroy(&attr);
-    if (failed) {
-        free(in);
-        return NULL;
+    pthread_mutex_lock(&lane_lock);
+    lane = ++lane_count;
+    pthread_mutex_unlock(&lane_lock);
+    in->base_len = (apr_size_t)apr_snprintf(in->subject, sizeof(in->subject),
+                                            "%s.%x.", prefix, lane);
+    apr_snprintf(subject, sizeof(subject), "%s*", in->subject);
+    s = natsConnection_SubscribeSync(&in->sub, nc, subject);
+    if (s == NATS_OK) {
+        s = natsSubscription_SetPendingLimits(in->sub, INBOX_PENDING_MSGS,
+                                              (int)pending_bytes_limit());
     }
-    return in;
+    if (s != NATS_OK) {
+        natsSubscription_Destroy(in->sub);
+        free(in);
+        return s;
+    }
+    pthread_mutex_lock(&lane_lock);
+    in->all = all_lanes;
+    all_lanes = in;
+    pthread_mutex_unlock(&lane_lock);
+    *out = in;
+    return NATS_OK;
 }
 
 int aura_inbox_open(apr_pool_t *p, aura_inbox_t **out)
 {
     aura_inbox_t *in;
-    apr_int64_t max_payload = aura_nats_max_payload();
+    natsConnection *nc;
+    natsStatus s;
 
     *out = NULL;
-    if (!mux_sub) {
+    pthread_mutex_lock(&lane_lock);
+    nc = lane_conn;
+    in = nc ? free_lanes : NULL;
+    if (in) {
+        free_lanes = in->next;
+    }
+    pthread_mutex_unlock(&lane_lock);
+    if (!nc) {
         return NATS_CONNECTION_CLOSED;
     }
-    pthread_mutex_lock(&mux_lock);
-    in = free_inboxes;
-    if (in) {
-        free_inboxes = in->next;
+    if (!in && (s = lane_create(nc, &in)) != NATS_OK) {
+        return s;
     }
-    pthread_mutex_unlock(&mux_lock);
-    if (!in && !(in = inbox_create())) {
-        return NATS_NO_MEMORY;
-    }
-    in->head = in->count = 0;
+    drain(in);
+    in->token++;
     in->losses = aura_nats_losses();
     in->lost_at = 0;
-    in->bytes = in->dropped = in->dropped_told = 0;
-    in->max_bytes = max_payload * INBOX_PENDING_MSGS;
-    if (in->max_bytes < INBOX_PENDING_BYTES) {
-        in->max_bytes = INBOX_PENDING_BYTES;
+    if (natsSubscription_GetDropped(in->sub, &in->dropped_base) != NATS_OK) {
+        in->dropped_base = 0;
     }
-    pthread_mutex_lock(&mux_lock);
-    in->token = ++next_token;
-    in->next = *bucket_of(in->token);
-    *bucket_of(in->token) = in;
-    pthread_mutex_unlock(&mux_lock);
-    apr_snprintf(in->subject, sizeof(in->subject), "%s.%" APR_UINT64_T_HEX_FMT,
-                 prefix, in->token);
-    apr_pool_cleanup_register(p, in, inbox_cleanup, apr_pool_cleanup_null);
+    apr_snprintf(in->subject + in->base_len,
+                 sizeof(in->subject) - in->base_len,
+                 "%" APR_UINT64_T_HEX_FMT, in->token);
+    apr_pool_cleanup_register(p, in, lane_release, apr_pool_cleanup_null);
     *out = in;
     return NATS_OK;
 }
@@ -278,22 +227,12 @@ const char *aura_inbox_subject(const aura_inbox_t *in)
 
 apr_int64_t aura_inbox_dropped(aura_inbox_t *in)
 {
-    apr_int64_t n;
+    int64_t n = 0;
 
-    pthread_mutex_lock(&mux_lock);
-    n = in->dropped;
-    pthread_mutex_unlock(&mux_lock);
-    return n;
-}
-
-/* Waits on in->cond (mux_lock held) until t (monotonic, µs) at most. */
-static void wait_until(aura_inbox_t *in, apr_time_t t)
-{
-    struct timespec ts;
-
-    ts.tv_sec = (time_t)apr_time_sec(t);
-    ts.tv_nsec = (long)apr_time_usec(t) * 1000;
-    (void)pthread_cond_timedwait(&in->cond, &mux_lock, &ts);
+    if (natsSubscription_GetDropped(in->sub, &n) != NATS_OK) {
+        return 0;
+    }
+    return n - in->dropped_base;
 }
 
 static apr_time_t monotonic_now(void)
@@ -304,65 +243,75 @@ static apr_time_t monotonic_now(void)
     return apr_time_make(ts.tv_sec, ts.tv_nsec / 1000);
 }
 
-/* Under mux_lock: the next queued message, or NULL. */
-static natsMsg *dequeue(aura_inbox_t *in)
+/* Until when (monotonic) the next wait may last, or 0 when the request
+ * is over: NATS_TIMEOUT at its end, NATS_CONNECTION_DISCONNECTED once
+ * the loss of the connection it went out on is LOSS_GRACE old.  Lost
+ * since the request was sent: its reply, if any, went with the old
+ * connection, even when the reconnect is already over (it takes a few
+ * ms to another node of a cluster, less than this thread may take to
+ * wake). */
+static apr_time_t wait_end(aura_inbox_t *in, apr_time_t end, natsStatus *s)
 {
-    natsMsg *m;
+    apr_time_t now = monotonic_now();
 
-    if (!in->count) {
-        return NULL;
+    if (now >= end) {
+        *s = NATS_TIMEOUT;
+        return 0;
     }
-    m = in->queue[in->head];
-    in->head = (in->head + 1) % INBOX_PENDING_MSGS;
-    in->count--;
-    in->bytes -= natsMsg_GetDataLength(m);
-    return m;
+    if (!aura_nats_connected() || aura_nats_losses() != in->losses) {
+        if (!in->lost_at) {
+            in->lost_at = now;
+        }
+        if (now - in->lost_at >= LOSS_GRACE) {
+            *s = NATS_CONNECTION_DISCONNECTED;
+            return 0;
+        }
+        return end < in->lost_at + LOSS_GRACE ? end
+                                              : in->lost_at + LOSS_GRACE;
+    }
+    return end - now < WAIT_SLICE ? end : now + WAIT_SLICE;
 }
 
-int aura_inbox_next(aura_inbox_t *in, apr_time_t deadline,
-                           natsMsg **msg)
+/* Whether m answers the lane's current request (its exact subject). */
+static int current(const aura_inbox_t *in, natsMsg *m)
+{
+    const char *subject = natsMsg_GetSubject(m);
+
+    return subject && !strcmp(subject, in->subject);
+}
+
+int aura_inbox_next(aura_inbox_t *in, apr_time_t deadline, natsMsg **msg)
 {
     apr_time_t end = monotonic_now() + (deadline - apr_time_now());
     natsStatus s = NATS_OK;
     natsMsg *m = NULL;
+    apr_time_t until;
 
     *msg = NULL;
-    pthread_mutex_lock(&mux_lock);
-    for (;;) {
-        apr_time_t now;
+    while ((until = wait_end(in, end, &s)) != 0) {
+        apr_time_t left = until - monotonic_now();
+        int64_t ms = left > 0 ? (left + 999) / 1000 : 1;
 
-        if (in->dropped > in->dropped_told) {
-            in->dropped_told = in->dropped;
-            s = NATS_SLOW_CONSUMER;
-            break;
-        }
-        if ((m = dequeue(in)) != NULL) {
-            break;
-        }
-        now = monotonic_now();
-        if (now >= end) {
-            s = NATS_TIMEOUT;
-            break;
-        }
-        /* Lost since the request was sent: its reply, if any, went
-         * with the old connection, even when the reconnect is already
-         * over (it takes a few ms to another node of a cluster, less
-         * than this thread may take to wake); after LOSS_GRACE. */
-        if (!aura_nats_connected() || aura_nats_losses() != in->losses) {
-            if (!in->lost_at) {
-                in->lost_at = now;
-            }
-            if (now - in->lost_at >= LOSS_GRACE) {
-                s = NATS_CONNECTION_DISCONNECTED;
-                break;
-            }
-            wait_until(in, end < in->lost_at + LOSS_GRACE
-                           ? end : in->lost_at + LOSS_GRACE);
+        s = natsSubscription_NextMsg(&m, in->sub, ms);
+        if (s == NATS_OK && !current(in, m)) {
+            aura_count(AURA_CTR_LATE_REPLIES);
+            aura_nats_msg_release(m);
+            m = NULL;
             continue;
         }
-        wait_until(in, end - now < WAIT_SLICE ? end : now + WAIT_SLICE);
+        /* nats.c frees a no-responders status itself and says so,
+         * without its subject: it is the current request's, as the
+         * server sends it the moment that request is published. */
+        if (s == NATS_OK || s == NATS_SLOW_CONSUMER
+            || s == NATS_NO_RESPONDERS) {
+            break;
+        }
+        if (s != NATS_TIMEOUT) {
+            /* The subscription is closed: the connection is. */
+            s = NATS_CONNECTION_DISCONNECTED;
+            break;
+        }
     }
-    pthread_mutex_unlock(&mux_lock);
     if (m && natsMsg_IsNoResponders(m)) {
         aura_nats_msg_release(m);
         return NATS_NO_RESPONDERS;
@@ -371,37 +320,72 @@ int aura_inbox_next(aura_inbox_t *in, apr_time_t deadline,
     return s;
 }
 
-void aura_inbox_wake_all(void)
+/* mod_watchdog, every second in every child: late replies on free lanes
+ * are counted (and freed) without waiting for their lane's next
+ * request. */
+static apr_status_t sweep(int state, void *data, apr_pool_t *p)
 {
-    int i;
+    aura_inbox_t *in;
 
-    pthread_mutex_lock(&mux_lock);
-    for (i = 0; i < INBOX_BUCKETS; i++) {
-        aura_inbox_t *in;
-
-        for (in = buckets[i]; in; in = in->next) {
-            pthread_cond_signal(&in->cond);
-        }
+    (void)data; (void)p;
+    if (state != AP_WATCHDOG_STATE_RUNNING) {
+        return APR_SUCCESS;
     }
-    pthread_mutex_unlock(&mux_lock);
+    pthread_mutex_lock(&lane_lock);
+    for (in = lane_conn ? free_lanes : NULL; in; in = in->next) {
+        drain(in);
+    }
+    pthread_mutex_unlock(&lane_lock);
+    return APR_SUCCESS;
+}
+
+apr_status_t aura_inbox_post_config(apr_pool_t *pconf, server_rec *s)
+{
+    APR_OPTIONAL_FN_TYPE(ap_watchdog_get_instance) *get =
+        APR_RETRIEVE_OPTIONAL_FN(ap_watchdog_get_instance);
+    APR_OPTIONAL_FN_TYPE(ap_watchdog_register_callback) *reg =
+        APR_RETRIEVE_OPTIONAL_FN(ap_watchdog_register_callback);
+    ap_watchdog_t *wd;
+    apr_status_t rv;
+
+    if (!get || !reg) {
+        /* Late replies are then counted by their lane's next request. */
+        return APR_SUCCESS;
+    }
+    /* In every child (not a singleton): each has its own lanes. */
+    rv = get(&wd, SWEEP_WATCHDOG, 0, 0, pconf);
+    if (rv == APR_SUCCESS) {
+        rv = reg(wd, SWEEP_EVERY, s, sweep);
+    }
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, AURA_LOGNO(01362)
+                     "cannot register the late-reply sweep with "
+                     "mod_watchdog: late replies are counted when their "
+                     "inbox is next used");
+    }
+    return APR_SUCCESS;
 }
 
 /* Before the connection is destroyed (aura_nats.c's cleanup). */
 static void inbox_child_exit(void)
 {
-    if (mux_sub) {
-        natsSubscription_Destroy(mux_sub);
-        mux_sub = NULL;
+    aura_inbox_t *in;
+
+    pthread_mutex_lock(&lane_lock);
+    lane_conn = NULL;
+    for (in = all_lanes; in; in = in->all) {
+        natsSubscription_Destroy(in->sub);
+        in->sub = NULL;
     }
-    /* The free list stays, reachable, until the process exits: nats.c
-     * does not say that a callback still running has returned when the
-     * subscription is destroyed, and that callback may still wake one. */
+    free_lanes = NULL;
+    pthread_mutex_unlock(&lane_lock);
+    /* The lanes stay, reachable, until the process exits. */
 }
 
-static int inbox_child_init(natsConnection *nc, const char *inbox_prefix)
+static natsStatus inbox_child_init(natsConnection *nc,
+                                   const char *inbox_prefix)
 {
     natsInbox *nuid = NULL;
-    char subject[sizeof(prefix) + 2];
     natsStatus s;
 
     s = natsInbox_Create(&nuid);
@@ -415,14 +399,10 @@ static int inbox_child_init(natsConnection *nc, const char *inbox_prefix)
                  strchr(nuid, '.') ? strchr(nuid, '.') + 1 : nuid);
     natsInbox_Destroy(nuid);
     prefix_len = strlen(prefix);
-    apr_snprintf(subject, sizeof(subject), "%s.*", prefix);
-    /* Its own queue (nats.c's default limits) only passes messages on
-     * to the inboxes, which bound them per request. */
-    s = natsConnection_Subscribe(&mux_sub, nc, subject, on_reply, NULL);
-    if (s != NATS_OK) {
-        mux_sub = NULL;
-    }
-    return s;
+    pthread_mutex_lock(&lane_lock);
+    lane_conn = nc;
+    pthread_mutex_unlock(&lane_lock);
+    return NATS_OK;
 }
 
 /* aura_nats.c's user: the inboxes live on the child's connection. */
@@ -433,13 +413,13 @@ static void inbox_user_init(natsConnection *nc, server_rec *s)
 
     if (st != NATS_OK) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, AURA_LOGNO(00125)
-                     "cannot subscribe to the child's reply inboxes: %s "
+                     "cannot make the child's reply inbox prefix: %s "
                      "(NATS routes will answer 503)", natsStatus_GetText(st));
     }
 }
 
 static const aura_nats_user_t inbox_user = {
-    inbox_user_init, aura_inbox_wake_all, inbox_child_exit
+    inbox_user_init, NULL, inbox_child_exit
 };
 
 void aura_inbox_register(void)

@@ -1,7 +1,7 @@
 /* Licensed under the Apache License, Version 2.0 (see LICENSE).
  *
- * aura_inbox.h: per-request reply inboxes on the child's one reply
- * subscription (aura_inbox.c).
+ * aura_inbox.h: per-request reply inboxes, each on a reusable
+ * synchronous subscription (aura_inbox.c).
  */
 #ifndef AURA_INBOX_H
 #define AURA_INBOX_H
@@ -11,14 +11,15 @@
 struct __natsConnection;
 struct __natsMsg;
 
-/* aura_inbox.c: per-request reply inboxes on the child's one reply
- * subscription.  Statuses are natsStatus values. */
+/* aura_inbox.c: per-request reply inboxes.  Statuses are natsStatus
+ * values. */
 typedef struct aura_inbox_t aura_inbox_t;
 /* From register_hooks: the inboxes follow the child's connection
  * (aura_nats_add_user). */
 void aura_inbox_register(void);
-/* Wakes every waiting request (the connection was lost). */
-void aura_inbox_wake_all(void);
+/* From post_config: the late-reply sweep of every child (mod_watchdog;
+ * without it, late replies are counted when their inbox is reused). */
+apr_status_t aura_inbox_post_config(apr_pool_t *pconf, server_rec *s);
 /* An inbox that lives as long as p; NATS_OK, or why not. */
 int aura_inbox_open(apr_pool_t *p, aura_inbox_t **inbox);
 /* Right before the request of the inbox is published: a loss of the

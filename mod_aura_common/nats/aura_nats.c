@@ -68,7 +68,8 @@ static volatile int child_exiting;
  * connection's lock, which the publishing threads contend for: asking
  * it cost 4 % of the child's CPU under load.  The callbacks run shortly
  * after the change; a request that slips through in between is
- * refused by nats.c or woken by aura_inbox_wake_all(). */
+ * refused by nats.c or sees the loss at its next wait slice
+ * (aura_inbox.c). */
 static volatile apr_uint32_t child_connected;
 /* The server's max payload, read once per (re)connect: reading it from
  * the connection takes its lock, on every request. */
