@@ -1,14 +1,15 @@
 # Licensed under the Apache License, Version 2.0 (see LICENSE).
 #
-# The reply inboxes of the NATS path (mod_aura_common/nats/aura_inbox.c): all
-# the requests of a child share one reply subscription, each with a
-# token of its own.
+# The reply inboxes of the NATS path (mod_aura_common/nats/aura_inbox.c):
+# each request waiting holds a lane, a subscription reused by one request
+# after another, each with a token of its own (t/nats/lanes.t counts the
+# subscriptions).
 # - Many clients at once: every response is the reply to its own
 #   request (request id and path echoed by the example service), none
 #   is lost or crossed.
 # - Replies that come after their request gave up (504 at the 1 s budget
-#   of /v1/test/slow/, the service answering at 1.5 s) find no inbox and
-#   are dropped: the requests around them get their own replies, and no
+#   of /v1/test/slow/, the service answering at 1.5 s) carry an older
+#   token of their lane and are dropped: the requests around them get their own replies, and no
 #   child dies.
 use strict;
 use warnings FATAL => 'all';
