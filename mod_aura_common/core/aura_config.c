@@ -171,6 +171,7 @@ void *aura_create_dir_conf(apr_pool_t *p, char *dir)
     d->service = AURA_UNSET;
     d->upstream_kind = AURA_UNSET;
     d->upstream = NULL;
+    d->http = NULL;
     d->timeout = AURA_UNSET;
     d->health_detail = AURA_UNSET;
     d->public_route = AURA_UNSET;
@@ -202,13 +203,17 @@ void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
         d->service = add->service;
         d->upstream_kind = add->upstream_kind;
         d->upstream = add->upstream;
+        d->http = add->http;
         d->location = add->location;
+        d->location_len = add->location_len;
     }
     else {
         d->service = base->service;
         d->upstream_kind = base->upstream_kind;
         d->upstream = base->upstream;
+        d->http = base->http;
         d->location = base->location;
+        d->location_len = base->location_len;
     }
     d->timeout = merge_time(base->timeout, add->timeout);
     d->health_detail = merge_int(base->health_detail, add->health_detail);

@@ -48,10 +48,22 @@ typedef enum {
     AURA_UPSTREAM_HTTP
 } aura_upstream_kind_e;
 
+/* An http(s) upstream as the HTTP path uses it, put together once when
+ * AuraService is read (aura_route_conf.c), so that a request only adds
+ * its own path: "proxy:" and the origin (the pooled worker's name),
+ * for plain HTTP and for a WebSocket upgrade (ws(s)://). */
+typedef struct aura_http_upstream_t {
+    const char *origin;           /* scheme://host[:port] */
+    const char *ws_origin;        /* ws(s)://host[:port] */
+    const char *filename;         /* "proxy:" origin base-path */
+    const char *ws_filename;      /* "proxy:" ws_origin base-path */
+} aura_http_upstream_t;
+
 typedef struct {
     int service;                  /* aura_service_e, AURA_UNSET */
     int upstream_kind;            /* aura_upstream_kind_e */
     const char *upstream;         /* NATS subject or http(s) URL */
+    const aura_http_upstream_t *http; /* an http(s) upstream, prepared */
     apr_interval_time_t timeout;  /* AuraTimeout, AURA_UNSET */
     int health_detail;            /* AuraHealthDetail, AURA_UNSET */
     int public_route;             /* AuraPublic, AURA_UNSET */
@@ -66,6 +78,7 @@ typedef struct {
     int retries;                      /* AuraRetries, AURA_UNSET */
     const char *location;             /* the <Location> prefix AuraService
                                          was set in; NULL for a regex */
+    apr_size_t location_len;          /* its length */
     int db_router;                    /* AuraDBRouter, AURA_UNSET */
     /* Streaming Locations on the HTTP path, AURA_UNSET each: */
     apr_interval_time_t stream_idle;        /* AuraStreamIdleTimeout */

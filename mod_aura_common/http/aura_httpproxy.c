@@ -59,37 +59,24 @@ static int is_ours(request_rec *r)
            && aura_upstream_origin(r) != NULL;
 }
 
-/* "http://h:p/base" -> origin "http://h:p", and the base path. */
-static void split_upstream(apr_pool_t *p, const char *upstream,
-                           const char **origin, const char **base)
-{
-    const char *host = ap_strstr_c(upstream, "://") + 3;
-    const char *slash = ap_strchr_c(host, '/');
-
-    *origin = slash ? apr_pstrmemdup(p, upstream, slash - upstream)
-                    : upstream;
-    *base = slash ? slash : "";
-}
-
 /* The path after the Location's prefix, for a <Location> with a plain
- * prefix; the whole path otherwise (LocationMatch, or no match). */
-static const char *path_rest(const request_rec *r, const aura_dir_conf_t *d)
+ * prefix, and the "/" to put before it; the whole path otherwise
+ * (LocationMatch, or no match), with "". */
+static const char *path_rest(const request_rec *r, const aura_dir_conf_t *d,
+                             const char **sep)
 {
     const char *rest;
-    apr_size_t n;
 
-    if (!d->location) {
-        return r->uri;
-    }
-    n = strlen(d->location);
-    if (strncmp(r->uri, d->location, n)) {
+    *sep = "";
+    if (!d->location || strncmp(r->uri, d->location, d->location_len)) {
         return r->uri;
     }
     /* "/v1/storage" and "/v1/storage/" map alike: one slash between. */
-    for (rest = r->uri + n; *rest == '/'; rest++) {
+    for (rest = r->uri + d->location_len; *rest == '/'; rest++) {
         continue;
     }
-    return apr_pstrcat(r->pool, "/", rest, NULL);
+    *sep = "/";
+    return rest;
 }
 
 static int wants_websocket(const request_rec *r)
@@ -129,15 +116,21 @@ static apr_interval_time_t io_timeout(const aura_dir_conf_t *d)
     return aura_route_timeout(d);
 }
 
+/* The Location's upstream was put together when AuraService was read
+ * (aura_http_upstream_t): only the request's own path is added here. */
 int aura_http_claim(request_rec *r, const aura_dir_conf_t *d,
                     aura_route_t *route)
 {
-    const char *base;
+    const aura_http_upstream_t *u = d->http;
+    int ws = wants_websocket(r);
+    const char *sep, *rest = path_rest(r, d, &sep);
 
-    split_upstream(r->pool, d->upstream, &route->origin, &base);
+    route->origin = ws ? u->ws_origin : u->origin;
     route->budget = io_timeout(d);
-    aura_http_target(r, route, apr_pstrcat(r->pool, route->origin, base,
-                                           path_rest(r, d), NULL));
+    r->filename = apr_pstrcat(r->pool, ws ? u->ws_filename : u->filename,
+                              sep, rest, NULL);
+    r->handler = "proxy-server";
+    r->proxyreq = PROXYREQ_REVERSE;
     return OK;
 }
 
