@@ -48,6 +48,13 @@ typedef enum {
     AURA_UPSTREAM_HTTP
 } aura_upstream_kind_e;
 
+/* The security headers (AuraSecurityHeader; aura_headers_conf.c): the
+ * four set by default, then Strict-Transport-Security. */
+#define AURA_SECURITY_HEADERS 5
+extern const char *const aura_security_header_names[AURA_SECURITY_HEADERS];
+/* The value of a security header turned off (compared by address). */
+extern const char aura_security_off[];
+
 /* An http(s) upstream as the HTTP path uses it, put together once when
  * AuraService is read (aura_route_conf.c), so that a request only adds
  * its own path: "proxy:" and the origin (the pooled worker's name),
@@ -68,8 +75,10 @@ typedef struct {
     int health_detail;            /* AuraHealthDetail, AURA_UNSET */
     int public_route;             /* AuraPublic, AURA_UNSET */
     int streaming;                /* AuraStreaming, AURA_UNSET */
-    apr_table_t *security_headers;/* AuraSecurityHeader: name -> value
-                                     ("off" removes); NULL = unset */
+    /* AuraSecurityHeader, by index of aura_security_header_names: the
+     * value, aura_security_off, or NULL (unset at this level): read on
+     * every response, so no table to search. */
+    const char *security_headers[AURA_SECURITY_HEADERS];
     const struct aura_zone_t *zone;   /* AuraRateLimit; NULL = unset,
                                          &aura_zone_off = off */
     const struct aura_quota_t *quota; /* AuraActorQuota; NULL = unset,
