@@ -77,11 +77,16 @@ static int fold(char c)
 }
 
 /* Whether name, folded, equals want (or starts with it, for a prefix);
- * want is in folded form. */
+ * want is in folded form.  Without fold() per character: a letter of
+ * want matches only its two cases (c | 0x20 is a lower-case letter for
+ * those two bytes alone), a '-' any byte fold() makes '-'. */
 static int folded_match(const char *name, const char *want, int prefix)
 {
     for (; *want; name++, want++) {
-        if (fold(*name) != *want) {
+        unsigned char c = (unsigned char)*name, w = (unsigned char)*want;
+
+        if (w >= 'a' && w <= 'z' ? (c | 0x20) != w
+            : w == '-' ? fold((char)c) != '-' : c != w) {
             return 0;       /* also at the end of name */
         }
     }
