@@ -114,12 +114,31 @@ static proxy_worker *make_worker(request_rec *r, const char *origin,
     return w;
 }
 
+/* The table's key of (origin, budget in whole milliseconds): the
+ * budget's bytes, then the origin's, in buf when they fit (every route
+ * of a sane configuration), else in r->pool.  Put together by hand: it
+ * is on every request of the HTTP path. */
+#define KEY_BUF 256
+static const char *worker_key(request_rec *r, char *buf, const char *origin,
+                              apr_int64_t budget_ms, apr_size_t *len)
+{
+    apr_size_t n = strlen(origin);
+    char *key = n + sizeof(budget_ms) <= KEY_BUF
+                ? buf : apr_palloc(r->pool, n + sizeof(budget_ms));
+
+    memcpy(key, &budget_ms, sizeof(budget_ms));
+    memcpy(key + sizeof(budget_ms), origin, n);
+    *len = n + sizeof(budget_ms);
+    return key;
+}
+
 /* The worker of (origin, budget in whole milliseconds). */
 static proxy_worker *worker_for(request_rec *r, const char *origin,
                                 apr_int64_t budget_ms)
 {
-    const char *key = apr_psprintf(r->pool, "%s|%" APR_INT64_T_FMT, origin,
-                                   budget_ms);
+    char buf[KEY_BUF];
+    apr_size_t len;
+    const char *key = worker_key(r, buf, origin, budget_ms, &len);
     apr_interval_time_t budget = apr_time_from_msec(budget_ms > 0 ? budget_ms
                                                                   : 1);
     proxy_worker *w;
@@ -128,12 +147,12 @@ static proxy_worker *worker_for(request_rec *r, const char *origin,
         return NULL;
     }
     apr_thread_mutex_lock(workers_lock);
-    w = apr_hash_get(workers, key, APR_HASH_KEY_STRING);
+    w = apr_hash_get(workers, key, (apr_ssize_t)len);
     if (!w && apr_hash_count(workers) < MAX_WORKERS) {
         w = make_worker(r, origin, budget);
         if (w) {
-            apr_hash_set(workers, apr_pstrdup(workers_pool, key),
-                         APR_HASH_KEY_STRING, w);
+            apr_hash_set(workers, apr_pmemdup(workers_pool, key, len),
+                         (apr_ssize_t)len, w);
         }
     }
     else if (!w && !workers_full_logged) {

@@ -171,11 +171,11 @@ void *aura_create_dir_conf(apr_pool_t *p, char *dir)
     d->service = AURA_UNSET;
     d->upstream_kind = AURA_UNSET;
     d->upstream = NULL;
+    d->http = NULL;
     d->timeout = AURA_UNSET;
     d->health_detail = AURA_UNSET;
     d->public_route = AURA_UNSET;
     d->streaming = AURA_UNSET;
-    d->security_headers = NULL;
     d->zone = NULL;
     d->quota = NULL;
     d->plan_quotas = NULL;
@@ -195,6 +195,7 @@ void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
 {
     aura_dir_conf_t *base = basev, *add = addv;
     aura_dir_conf_t *d = apr_pcalloc(p, sizeof(*d));
+    int i;
 
     /* Service and upstream are one setting (one directive): take both
      * from the level that set the service. */
@@ -202,27 +203,26 @@ void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
         d->service = add->service;
         d->upstream_kind = add->upstream_kind;
         d->upstream = add->upstream;
+        d->http = add->http;
         d->location = add->location;
+        d->location_len = add->location_len;
     }
     else {
         d->service = base->service;
         d->upstream_kind = base->upstream_kind;
         d->upstream = base->upstream;
+        d->http = base->http;
         d->location = base->location;
+        d->location_len = base->location_len;
     }
     d->timeout = merge_time(base->timeout, add->timeout);
     d->health_detail = merge_int(base->health_detail, add->health_detail);
     d->public_route = merge_int(base->public_route, add->public_route);
     d->streaming = merge_int(base->streaming, add->streaming);
     /* Per header: the nearer level's setting wins, others are inherited. */
-    if (base->security_headers && add->security_headers) {
-        d->security_headers = apr_table_overlay(p, add->security_headers,
-                                                base->security_headers);
-        apr_table_compress(d->security_headers, APR_OVERLAP_TABLES_SET);
-    }
-    else {
-        d->security_headers = add->security_headers ? add->security_headers
-                                                    : base->security_headers;
+    for (i = 0; i < AURA_SECURITY_HEADERS; i++) {
+        d->security_headers[i] = merge_ptr(base->security_headers[i],
+                                           add->security_headers[i]);
     }
     d->zone = merge_ptr(base->zone, add->zone);
     d->quota = merge_ptr(base->quota, add->quota);

@@ -48,16 +48,37 @@ typedef enum {
     AURA_UPSTREAM_HTTP
 } aura_upstream_kind_e;
 
+/* The security headers (AuraSecurityHeader; aura_headers_conf.c): the
+ * four set by default, then Strict-Transport-Security. */
+#define AURA_SECURITY_HEADERS 5
+extern const char *const aura_security_header_names[AURA_SECURITY_HEADERS];
+/* The value of a security header turned off (compared by address). */
+extern const char aura_security_off[];
+
+/* An http(s) upstream as the HTTP path uses it, put together once when
+ * AuraService is read (aura_route_conf.c), so that a request only adds
+ * its own path: "proxy:" and the origin (the pooled worker's name),
+ * for plain HTTP and for a WebSocket upgrade (ws(s)://). */
+typedef struct aura_http_upstream_t {
+    const char *origin;           /* scheme://host[:port] */
+    const char *ws_origin;        /* ws(s)://host[:port] */
+    const char *filename;         /* "proxy:" origin base-path */
+    const char *ws_filename;      /* "proxy:" ws_origin base-path */
+} aura_http_upstream_t;
+
 typedef struct {
     int service;                  /* aura_service_e, AURA_UNSET */
     int upstream_kind;            /* aura_upstream_kind_e */
     const char *upstream;         /* NATS subject or http(s) URL */
+    const aura_http_upstream_t *http; /* an http(s) upstream, prepared */
     apr_interval_time_t timeout;  /* AuraTimeout, AURA_UNSET */
     int health_detail;            /* AuraHealthDetail, AURA_UNSET */
     int public_route;             /* AuraPublic, AURA_UNSET */
     int streaming;                /* AuraStreaming, AURA_UNSET */
-    apr_table_t *security_headers;/* AuraSecurityHeader: name -> value
-                                     ("off" removes); NULL = unset */
+    /* AuraSecurityHeader, by index of aura_security_header_names: the
+     * value, aura_security_off, or NULL (unset at this level): read on
+     * every response, so no table to search. */
+    const char *security_headers[AURA_SECURITY_HEADERS];
     const struct aura_zone_t *zone;   /* AuraRateLimit; NULL = unset,
                                          &aura_zone_off = off */
     const struct aura_quota_t *quota; /* AuraActorQuota; NULL = unset,
@@ -66,6 +87,7 @@ typedef struct {
     int retries;                      /* AuraRetries, AURA_UNSET */
     const char *location;             /* the <Location> prefix AuraService
                                          was set in; NULL for a regex */
+    apr_size_t location_len;          /* its length */
     int db_router;                    /* AuraDBRouter, AURA_UNSET */
     /* Streaming Locations on the HTTP path, AURA_UNSET each: */
     apr_interval_time_t stream_idle;        /* AuraStreamIdleTimeout */

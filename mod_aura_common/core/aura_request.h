@@ -51,6 +51,12 @@ typedef struct aura_request_private_t {
      *  the gateway's headers (aura_headers.c): once, however many
      *  times mod_proxy tries. */
     const request_rec *upgrade_armed_for;
+    /** The HTTP path's breaker hold and cap slot (aura_httpproxy.c),
+     *  taken in fixups and given back once mod_proxy is done; here
+     *  rather than in r->pool's user data, which is a hash to make and
+     *  search on every request. */
+    struct aura_breaker_hold_t *http_hold;
+    struct aura_cap_hold_t *http_slot;
 } aura_request_private_t;
 
 /** A new state for r, set in its request_config; never NULL. */

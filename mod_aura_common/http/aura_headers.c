@@ -49,35 +49,39 @@
 static ap_filter_rec_t *headers_filter;
 static ap_filter_rec_t *upgrade_filter;
 
-static const char *const default_security[][2] = {
-    { "Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'" },
-    { "X-Content-Type-Options", "nosniff" },
-    { "Referrer-Policy", "no-referrer" },
-    { "X-Frame-Options", "DENY" },
-    { NULL, NULL }
+/* The values of the four security headers set by default, by index of
+ * aura_security_header_names (Strict-Transport-Security, the last, is
+ * off unless configured). */
+static const char *const default_security[] = {
+    "default-src 'none'; frame-ancestors 'none'", "nosniff", "no-referrer",
+    "DENY"
 };
 
-/* Drops every Access-Control-* header a service sent. */
-static int drop_cors(void *data, const char *key, const char *val)
+static int is_cors_name(const char *key)
 {
-    apr_array_header_t *names = data;
-
-    (void)val;
-    if ((key[0] == 'A' || key[0] == 'a')
-        && !strncasecmp(key, "Access-Control-", 15)) {
-        APR_ARRAY_PUSH(names, const char *) = key;
-    }
-    return 1;
+    return key && (key[0] == 'A' || key[0] == 'a')
+           && !strncasecmp(key, "Access-Control-", 15);
 }
 
+/* Drops every Access-Control-* header a service sent: the names
+ * collected first (a table cannot be changed while walked), the array
+ * made only when there is one (it runs on every response). */
 static void unset_cors(request_rec *r, apr_table_t *t)
 {
-    apr_array_header_t *names = apr_array_make(r->pool, 4,
-                                               sizeof(const char *));
+    const apr_array_header_t *a = apr_table_elts(t);
+    const apr_table_entry_t *e = (const apr_table_entry_t *)a->elts;
+    apr_array_header_t *names = NULL;
     int i;
 
-    apr_table_do(drop_cors, names, t, NULL);
-    for (i = 0; i < names->nelts; i++) {
+    for (i = 0; i < a->nelts; i++) {
+        if (is_cors_name(e[i].key)) {
+            if (!names) {
+                names = apr_array_make(r->pool, 4, sizeof(const char *));
+            }
+            APR_ARRAY_PUSH(names, const char *) = e[i].key;
+        }
+    }
+    for (i = 0; names && i < names->nelts; i++) {
         apr_table_unset(t, APR_ARRAY_IDX(names, i, const char *));
     }
 }
@@ -96,23 +100,20 @@ static void set_header(request_rec *r, const char *name, const char *value)
 /* The value of security header i of r's Location (i past the defaults:
  * HSTS, only when asked for, since a plane may be plain HTTP behind
  * TLS); NULL when it is off. */
-#define HSTS_INDEX (sizeof(default_security) / sizeof(default_security[0]) \
-                    - 1)
+#define HSTS_INDEX (AURA_SECURITY_HEADERS - 1)
 static const char *security_name(apr_size_t i)
 {
-    return i < HSTS_INDEX ? default_security[i][0]
-                          : "Strict-Transport-Security";
+    return aura_security_header_names[i];
 }
 
 static const char *security_value(request_rec *r, apr_size_t i)
 {
-    const apr_table_t *over = aura_dir_conf(r)->security_headers;
-    const char *v = over ? apr_table_get(over, security_name(i)) : NULL;
+    const char *v = aura_dir_conf(r)->security_headers[i];
 
     if (!v) {
-        v = i < HSTS_INDEX ? default_security[i][1] : "off";
+        return i < HSTS_INDEX ? default_security[i] : NULL;
     }
-    return strcasecmp(v, "off") ? v : NULL;
+    return v == aura_security_off ? NULL : v;
 }
 
 static void set_security(request_rec *r)
@@ -130,11 +131,35 @@ static void set_security(request_rec *r)
 
 /* A service cannot add a second X-Request-Id, nor anything else of the
  * gateway's namespace (DESIGN.md section 9). */
+/* Whether t's one header of the gateway's namespace is the X-Request-Id
+ * aura_request_begin() set (its value, by address): the usual case,
+ * where removing and setting it again would change nothing. */
+static int only_own_request_id(const apr_table_t *t, const char *id)
+{
+    const apr_array_header_t *a = apr_table_elts(t);
+    const apr_table_entry_t *e = (const apr_table_entry_t *)a->elts;
+    int i, found = 0;
+
+    for (i = 0; i < a->nelts; i++) {
+        if (!aura_envelope_own_header(e[i].key)) {
+            continue;
+        }
+        if (found || e[i].val != id || strcasecmp(e[i].key, "X-Request-Id")) {
+            return 0;
+        }
+        found = 1;
+    }
+    return found;
+}
+
 static void set_owned(request_rec *r)
 {
     aura_request_t *rq = aura_request_get(r);
 
     aura_unset_owned(r->pool, r->headers_out);
+    if (rq && only_own_request_id(r->err_headers_out, rq->request_id)) {
+        return;
+    }
     aura_unset_owned(r->pool, r->err_headers_out);
     if (rq) {
         apr_table_setn(r->err_headers_out, "X-Request-Id", rq->request_id);

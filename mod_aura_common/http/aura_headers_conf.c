@@ -42,10 +42,11 @@ const char *aura_set_cors_max_age(cmd_parms *cmd, void *dummy,
 /* The headers the gateway sets on every response; an operator may change
  * a value or turn one off, never add arbitrary headers (mod_headers
  * does that). */
-static const char *const security_header_names[] = {
+const char *const aura_security_header_names[AURA_SECURITY_HEADERS] = {
     "Content-Security-Policy", "X-Content-Type-Options", "Referrer-Policy",
-    "X-Frame-Options", "Strict-Transport-Security", NULL
+    "X-Frame-Options", "Strict-Transport-Security"
 };
+const char aura_security_off[] = "off";
 
 const char *aura_set_security_header(cmd_parms *cmd, void *dirv,
                                      const char *name, const char *value)
@@ -53,21 +54,19 @@ const char *aura_set_security_header(cmd_parms *cmd, void *dirv,
     aura_dir_conf_t *d = dirv;
     int i;
 
-    for (i = 0; security_header_names[i]; i++) {
-        if (!strcasecmp(name, security_header_names[i])) {
+    for (i = 0; i < AURA_SECURITY_HEADERS; i++) {
+        if (!strcasecmp(name, aura_security_header_names[i])) {
             break;
         }
     }
-    if (!security_header_names[i]) {
+    if (i == AURA_SECURITY_HEADERS) {
         return apr_psprintf(cmd->pool, "%s: '%s' is not one of: "
                             "Content-Security-Policy | X-Content-Type-Options"
                             " | Referrer-Policy | X-Frame-Options | "
                             "Strict-Transport-Security", cmd->cmd->name,
                             name);
     }
-    if (!d->security_headers) {
-        d->security_headers = apr_table_make(cmd->pool, 4);
-    }
-    apr_table_set(d->security_headers, security_header_names[i], value);
+    d->security_headers[i] = strcasecmp(value, "off") ? value
+                                                      : aura_security_off;
     return NULL;
 }

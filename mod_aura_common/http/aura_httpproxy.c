@@ -49,9 +49,6 @@
 #include "apr_lib.h"
 #include "mod_proxy.h"
 
-#define HOLD_KEY "aura-http-breaker-hold"
-#define SLOT_KEY "aura-http-cap-slot"
-
 /* A request the routing stage sent through mod_proxy. */
 static int is_ours(request_rec *r)
 {
@@ -59,37 +56,24 @@ static int is_ours(request_rec *r)
            && aura_upstream_origin(r) != NULL;
 }
 
-/* "http://h:p/base" -> origin "http://h:p", and the base path. */
-static void split_upstream(apr_pool_t *p, const char *upstream,
-                           const char **origin, const char **base)
-{
-    const char *host = ap_strstr_c(upstream, "://") + 3;
-    const char *slash = ap_strchr_c(host, '/');
-
-    *origin = slash ? apr_pstrmemdup(p, upstream, slash - upstream)
-                    : upstream;
-    *base = slash ? slash : "";
-}
-
 /* The path after the Location's prefix, for a <Location> with a plain
- * prefix; the whole path otherwise (LocationMatch, or no match). */
-static const char *path_rest(const request_rec *r, const aura_dir_conf_t *d)
+ * prefix, and the "/" to put before it; the whole path otherwise
+ * (LocationMatch, or no match), with "". */
+static const char *path_rest(const request_rec *r, const aura_dir_conf_t *d,
+                             const char **sep)
 {
     const char *rest;
-    apr_size_t n;
 
-    if (!d->location) {
-        return r->uri;
-    }
-    n = strlen(d->location);
-    if (strncmp(r->uri, d->location, n)) {
+    *sep = "";
+    if (!d->location || strncmp(r->uri, d->location, d->location_len)) {
         return r->uri;
     }
     /* "/v1/storage" and "/v1/storage/" map alike: one slash between. */
-    for (rest = r->uri + n; *rest == '/'; rest++) {
+    for (rest = r->uri + d->location_len; *rest == '/'; rest++) {
         continue;
     }
-    return apr_pstrcat(r->pool, "/", rest, NULL);
+    *sep = "/";
+    return rest;
 }
 
 static int wants_websocket(const request_rec *r)
@@ -129,39 +113,101 @@ static apr_interval_time_t io_timeout(const aura_dir_conf_t *d)
     return aura_route_timeout(d);
 }
 
+/* The Location's upstream was put together when AuraService was read
+ * (aura_http_upstream_t): only the request's own path is added here. */
 int aura_http_claim(request_rec *r, const aura_dir_conf_t *d,
                     aura_route_t *route)
 {
-    const char *base;
+    const aura_http_upstream_t *u = d->http;
+    int ws = wants_websocket(r);
+    const char *sep, *rest = path_rest(r, d, &sep);
 
-    split_upstream(r->pool, d->upstream, &route->origin, &base);
+    route->origin = ws ? u->ws_origin : u->origin;
     route->budget = io_timeout(d);
-    aura_http_target(r, route, apr_pstrcat(r->pool, route->origin, base,
-                                           path_rest(r, d), NULL));
+    r->filename = apr_pstrcat(r->pool, ws ? u->ws_filename : u->filename,
+                              sep, rest, NULL);
+    r->handler = "proxy-server";
+    r->proxyreq = PROXYREQ_REVERSE;
     return OK;
 }
 
-static void set_identity(request_rec *r, const aura_request_t *rq)
+/* The identity headers of a request, in the order they are added.  The
+ * names are these arrays' own addresses, so that proxy_fixups() can tell
+ * the entries set here from any other spelling by address. */
+static const char hdr_request_id[] = AURA_HDR_REQUEST_ID;
+static const char hdr_x_request_id[] = "X-Request-Id";
+static const char hdr_plane[] = AURA_HDR_PLANE;
+static const char hdr_project[] = AURA_HDR_PROJECT;
+static const char hdr_org[] = AURA_HDR_ORG;
+static const char hdr_role[] = AURA_HDR_ROLE;
+static const char hdr_key_role[] = AURA_HDR_KEY_ROLE;
+static const char hdr_actor[] = AURA_HDR_ACTOR;
+static const char hdr_traceparent[] = AURA_HDR_TRACEPARENT;
+static const char hdr_tracestate[] = AURA_HDR_TRACESTATE;
+
+#define IDENTITY_MAX 10
+typedef struct {
+    const char *name;
+    const char *value;
+} identity_t;
+
+static int identity_of(const aura_request_t *rq, identity_t *id)
+{
+    int n = 0;
+
+#define IDENTITY(h, v) if (v) { id[n].name = h; id[n].value = v; n++; }
+    IDENTITY(hdr_request_id, rq->request_id);
+    IDENTITY(hdr_x_request_id, rq->request_id);
+    IDENTITY(hdr_plane, aura_plane_name(rq->plane));
+    IDENTITY(hdr_project, rq->project);
+    IDENTITY(hdr_org, rq->org);
+    IDENTITY(hdr_role, rq->role);
+    IDENTITY(hdr_key_role, rq->key_role);
+    IDENTITY(hdr_actor, rq->actor);
+    IDENTITY(hdr_traceparent, rq->traceparent);
+    IDENTITY(hdr_tracestate, rq->tracestate);
+#undef IDENTITY
+    return n;
+}
+
+static void set_identity(request_rec *r, const identity_t *id, int n)
 {
     apr_table_t *t = r->headers_in;
+    int i;
 
     aura_unset_owned(r->pool, t);
     aura_forward_credentials(r, t);
     /* Nothing of the namespace is left: added, not set, since set would
      * compare each name with every other that begins with "Aura" (one
      * checksum for all of them in an apr table). */
-    apr_table_addn(t, AURA_HDR_REQUEST_ID, rq->request_id);
-    apr_table_addn(t, "X-Request-Id", rq->request_id);
-    apr_table_addn(t, AURA_HDR_PLANE, aura_plane_name(rq->plane));
-#define IDENTITY(h, v) if (v) apr_table_addn(t, h, v)
-    IDENTITY(AURA_HDR_PROJECT, rq->project);
-    IDENTITY(AURA_HDR_ORG, rq->org);
-    IDENTITY(AURA_HDR_ROLE, rq->role);
-    IDENTITY(AURA_HDR_KEY_ROLE, rq->key_role);
-    IDENTITY(AURA_HDR_ACTOR, rq->actor);
-    IDENTITY(AURA_HDR_TRACEPARENT, rq->traceparent);
-    IDENTITY(AURA_HDR_TRACESTATE, rq->tracestate);
-#undef IDENTITY
+    for (i = 0; i < n; i++) {
+        apr_table_addn(t, id[i].name, id[i].value);
+    }
+}
+
+/* Whether the only headers of the gateway's namespace in r->headers_in
+ * are the entries set_identity() added, untouched and in order: an apr
+ * table's copy keeps the very name and value pointers, and anything that
+ * removed, replaced or added such a header since breaks the match. */
+static int identity_intact(request_rec *r, const identity_t *id, int n)
+{
+    const apr_array_header_t *a = apr_table_elts(r->headers_in);
+    const apr_table_entry_t *e = (const apr_table_entry_t *)a->elts;
+    int i, k = 0;
+
+    for (i = 0; i < a->nelts; i++) {
+        /* Ours are known by address, without reading their names. */
+        if (k < n && e[i].key == id[k].name) {
+            if (e[i].val != id[k].value) {
+                return 0;
+            }
+            k++;
+        }
+        else if (aura_envelope_own_header(e[i].key)) {
+            return 0;
+        }
+    }
+    return k == n;
 }
 
 /* mod_proxy's own fixups hook, run inside ap_proxy_create_hdrbrgd() on
@@ -171,13 +217,24 @@ static void set_identity(request_rec *r, const aura_request_t *rq)
  * (httpd 2.4 proxy_util.c).  Set here, last of that hook, the identity
  * is what the upstream gets whatever the client listed in Connection
  * (Connection: close, Aura-Role would otherwise remove ours) and
- * whatever module edited the request headers since our fixups. */
+ * whatever module edited the request headers since our fixups.  Usually
+ * nothing did: the copy still holds what aura_http_fixups() set, which
+ * is then checked, not removed and added again. */
 static int proxy_fixups(request_rec *r)
 {
+    identity_t id[IDENTITY_MAX];
+    int n;
+
     if (!is_ours(r)) {
         return DECLINED;
     }
-    set_identity(r, aura_request_get(r));
+    n = identity_of(aura_request_get(r), id);
+    if (identity_intact(r, id, n)) {
+        aura_forward_credentials(r, r->headers_in);
+    }
+    else {
+        set_identity(r, id, n);
+    }
     /* Not wants_websocket(): this copy has lost its Upgrade header by
      * now; aura_http_target() chose a ws(s):// URL for an upgrade. */
     if (r->filename && !strncasecmp(r->filename, "proxy:ws", 8)) {
@@ -195,7 +252,9 @@ int aura_http_fixups(request_rec *r, const aura_route_t *route)
     aura_breaker_hold_t *hold = NULL;
     const aura_dir_conf_t *d = aura_dir_conf(r);
     aura_cap_hold_t *slot = NULL;
-    int rc;
+    aura_request_private_t *p = aura_request_private(r);
+    identity_t id[IDENTITY_MAX];
+    int identity_n, rc;
 
     /* A request that waited for a worker after its client left is not
      * sent (DESIGN.md section 9), and takes no probe.  Once mod_proxy
@@ -204,21 +263,22 @@ int aura_http_fixups(request_rec *r, const aura_route_t *route)
     if (aura_client_gone(r)) {
         return aura_client_abandoned(r, "before-send", d->upstream);
     }
-    set_identity(r, aura_request_get(r));
+    identity_n = identity_of(aura_request_get(r), id);
+    set_identity(r, id, identity_n);
     /* A dedicated PostgREST has a breaker of its own: one dead target
      * leaves the others alone. */
     rc = aura_breaker_enter(r, d->service, route->target, &hold);
     if (rc != OK) {
         return rc;
     }
-    apr_pool_userdata_setn(hold, HOLD_KEY, NULL, r->pool);
+    p->http_hold = hold;
     /* A dedicated target counts against the db service's cap: the
      * targets share its slots (docs/resilience.md). */
     rc = aura_cap_enter(r, d->service, &slot);
     if (rc != OK) {
         return rc;
     }
-    apr_pool_userdata_setn(slot, SLOT_KEY, NULL, r->pool);
+    p->http_slot = slot;
     return DECLINED;
 }
 
@@ -230,16 +290,16 @@ int aura_http_fixups(request_rec *r, const aura_route_t *route)
  * upstream broke the body off after the headers). */
 static int request_status(int *status, request_rec *r)
 {
-    aura_breaker_hold_t *hold = NULL;
-    aura_cap_hold_t *slot = NULL;
+    aura_request_private_t *p;
+    aura_breaker_hold_t *hold;
 
     if (!is_ours(r)) {
         return DECLINED;
     }
-    apr_pool_userdata_get((void **)&hold, HOLD_KEY, r->pool);
+    p = aura_request_private(r);
+    hold = p->http_hold;
     /* mod_proxy is done with the upstream (and with this worker). */
-    apr_pool_userdata_get((void **)&slot, SLOT_KEY, r->pool);
-    aura_cap_leave(slot);
+    aura_cap_leave(p->http_slot);
     switch (*status) {
     case OK:
         aura_breaker_verdict(hold, aura_breaker_status_ok(r->status));
@@ -341,13 +401,12 @@ static apr_status_t stream_out_filter(ap_filter_t *f, apr_bucket_brigade *bb)
     apr_interval_time_t max = aura_dir_conf(r)->stream_max;
 
     if (!ctx->answered) {
-        aura_breaker_hold_t *hold = NULL;
+        aura_breaker_hold_t *hold = aura_request_private(r)->http_hold;
 
         /* The upstream answered.  A stream may last hours: its verdict
          * is its status, now, not when it ends (a probe is not held for
          * the length of a stream). */
         ctx->answered = 1;
-        apr_pool_userdata_get((void **)&hold, HOLD_KEY, r->pool);
         aura_breaker_verdict(hold, aura_breaker_status_ok(r->status));
         if (ctx->sock) {
             /* From now on, silences are idle time. */

@@ -40,6 +40,28 @@ const char *aura_http_route_at(apr_pool_t *pconf)
     return at;
 }
 
+/* What the HTTP path needs of upstream (no trailing slash), put
+ * together now rather than on every request: "http://h:p/base" has the
+ * origin "http://h:p" (the pooled worker's name, mod_aura_proxy), and a
+ * request's r->filename is "proxy:http://h:p/base" and its own path;
+ * a WebSocket upgrade goes to ws(s):// (mod_proxy_http tunnels those). */
+static const aura_http_upstream_t *prepare_http(apr_pool_t *p,
+                                                const char *upstream)
+{
+    aura_http_upstream_t *u = apr_palloc(p, sizeof(*u));
+    const char *after = ap_strstr_c(upstream, "://");
+    const char *slash = ap_strchr_c(after + 3, '/');
+    const char *ws = strncasecmp(upstream, "https", 5) ? "ws" : "wss";
+    const char *base = slash ? slash : "";
+
+    u->origin = slash ? apr_pstrmemdup(p, upstream, slash - upstream)
+                      : upstream;
+    u->ws_origin = apr_pstrcat(p, ws, ap_strstr_c(u->origin, "://"), NULL);
+    u->filename = apr_pstrcat(p, "proxy:", u->origin, base, NULL);
+    u->ws_filename = apr_pstrcat(p, "proxy:", u->ws_origin, base, NULL);
+    return u;
+}
+
 /* An http(s) upstream: a host, an optional path, no query or fragment;
  * kept without a trailing slash (the request's path brings its own). */
 static const char *set_http_upstream(cmd_parms *cmd, aura_dir_conf_t *d,
@@ -59,6 +81,7 @@ static const char *set_http_upstream(cmd_parms *cmd, aura_dir_conf_t *d,
     }
     d->upstream_kind = AURA_UPSTREAM_HTTP;
     d->upstream = apr_pstrmemdup(cmd->pool, upstream, n);
+    d->http = prepare_http(cmd->pool, d->upstream);
     aura_set_service_seen(cmd);
     return NULL;
 }
@@ -101,6 +124,7 @@ const char *aura_set_service(cmd_parms *cmd, void *dirv, const char *name,
                                 cmd->cmd->name, upstream + 5);
         }
         d->upstream_kind = AURA_UPSTREAM_NATS;
+        d->http = NULL;
         d->upstream = upstream + 5;
     }
     else if (!strncasecmp(upstream, "http://", 7)
@@ -118,6 +142,7 @@ const char *aura_set_service(cmd_parms *cmd, void *dirv, const char *name,
     }
     d->service = i;
     d->location = plain_location(cmd);
+    d->location_len = d->location ? strlen(d->location) : 0;
     return NULL;
 }
 

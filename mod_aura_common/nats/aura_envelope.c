@@ -62,15 +62,31 @@ static int in_list(const char *name, apr_size_t len, int list)
  * like it, also turn "Aura.Role" into HTTP_AURA_ROLE). */
 static int fold(char c)
 {
-    return apr_isalnum(c) || !c ? apr_tolower(c) : '-';
+    unsigned char u = (unsigned char)c;
+
+    /* ASCII by hand (httpd's C locale has no other letters or digits):
+     * every header of every request comes here, and apr_isalnum() and
+     * apr_tolower() each call into the C library for their tables. */
+    if (u >= 'A' && u <= 'Z') {
+        return u + ('a' - 'A');
+    }
+    if ((u >= 'a' && u <= 'z') || (u >= '0' && u <= '9') || !u) {
+        return u;
+    }
+    return '-';
 }
 
 /* Whether name, folded, equals want (or starts with it, for a prefix);
- * want is in folded form. */
+ * want is in folded form.  Without fold() per character: a letter of
+ * want matches only its two cases (c | 0x20 is a lower-case letter for
+ * those two bytes alone), a '-' any byte fold() makes '-'. */
 static int folded_match(const char *name, const char *want, int prefix)
 {
     for (; *want; name++, want++) {
-        if (fold(*name) != *want) {
+        unsigned char c = (unsigned char)*name, w = (unsigned char)*want;
+
+        if (w >= 'a' && w <= 'z' ? (c | 0x20) != w
+            : w == '-' ? fold((char)c) != '-' : c != w) {
             return 0;       /* also at the end of name */
         }
     }
@@ -487,35 +503,26 @@ apr_status_t aura_envelope_decode(apr_pool_t *p, natsMsg *reply,
 /* Every header in the gateway's namespace (aura_envelope_own_header(),
  * any spelling) is dropped: a client can never claim an identity, nor
  * hand a service a second X-Request-Id (DESIGN.md section 9).  The
- * names are collected first (a table cannot be changed while walked);
- * the array only when there is one, since this runs on every response
- * and usually finds nothing. */
-typedef struct {
-    apr_pool_t *p;
-    apr_array_header_t *names;
-} owned_names_t;
-
-static int collect_owned(void *rec, const char *key, const char *val)
-{
-    owned_names_t *o = rec;
-
-    (void)val;
-    if (aura_envelope_own_header(key)) {
-        if (!o->names) {
-            o->names = apr_array_make(o->p, 4, sizeof(const char *));
-        }
-        APR_ARRAY_PUSH(o->names, const char *) = key;
-    }
-    return 1;
-}
-
+ * names are collected first (a table cannot be changed while walked),
+ * by walking its entries directly, and the array made only when there
+ * is one: this runs on every request and response, and usually finds
+ * nothing. */
 void aura_unset_owned(apr_pool_t *p, apr_table_t *t)
 {
-    owned_names_t o = { p, NULL };
+    const apr_array_header_t *a = apr_table_elts(t);
+    const apr_table_entry_t *e = (const apr_table_entry_t *)a->elts;
+    apr_array_header_t *names = NULL;
     int i;
 
-    apr_table_do(collect_owned, &o, t, NULL);
-    for (i = 0; o.names && i < o.names->nelts; i++) {
-        apr_table_unset(t, APR_ARRAY_IDX(o.names, i, const char *));
+    for (i = 0; i < a->nelts; i++) {
+        if (aura_envelope_own_header(e[i].key)) {
+            if (!names) {
+                names = apr_array_make(p, 4, sizeof(const char *));
+            }
+            APR_ARRAY_PUSH(names, const char *) = e[i].key;
+        }
+    }
+    for (i = 0; names && i < names->nelts; i++) {
+        apr_table_unset(t, APR_ARRAY_IDX(names, i, const char *));
     }
 }

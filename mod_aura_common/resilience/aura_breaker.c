@@ -55,6 +55,9 @@
 /* Written in post_config only: the effective settings per service, and
  * at [AURA_SVC_COUNT] those of the dedicated PostgREST targets. */
 static aura_breaker_conf_t confs[AURA_SVC_COUNT + 1];
+/* "service <name>", as log lines and problems name a service's breaker:
+ * made once, not on every request that enters it. */
+static const char *service_what[AURA_SVC_COUNT];
 static apr_interval_time_t sweep_interval;
 
 struct aura_breaker_hold_t {
@@ -148,6 +151,10 @@ apr_status_t aura_breaker_post_config(apr_pool_t *pconf, server_rec *s)
     for (svc = 0; svc <= AURA_SVC_COUNT; svc++) {
         if (conf_for(c->breakers, svc, &confs[svc]) != APR_SUCCESS) {
             return APR_EINVAL;
+        }
+        if (svc < AURA_SVC_COUNT) {
+            service_what[svc] = apr_pstrcat(pconf, "service ",
+                                            aura_service_names[svc], NULL);
         }
     }
     sweep_interval = aura_conf_target_sweep(c);
@@ -258,8 +265,7 @@ static int enter_service(request_rec *r, int service,
         return OK;
     }
     return enter(r, word, service_holders(service), &confs[service],
-                 apr_pstrcat(r->pool, "service ", aura_service_names[service],
-                             NULL), out);
+                 service_what[service], out);
 }
 
 /* ---- dedicated PostgREST targets ------------------------------------ */

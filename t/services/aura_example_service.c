@@ -1318,6 +1318,13 @@ int main(int argc, char **argv)
     if (s == NATS_OK) {
         s = natsOptions_SetURL(opts, url);
     }
+    /* Each reply written at once, as a service should (docs/envelope.md,
+     * "For service authors"): without it nats.c's flusher thread writes
+     * it up to a millisecond later, and every test and bench/run figure
+     * against this service would carry that millisecond. */
+    if (s == NATS_OK) {
+        s = natsOptions_SetSendAsap(opts, true);
+    }
     if (s == NATS_OK) {
         s = natsOptions_SetAllowReconnect(opts, true);
     }
