@@ -14,10 +14,13 @@
  *       Aura-Plane) and an empty body, as a GET through the gateway does;
  *       a reply must carry Aura-Status: 200.  Prints one line:
  *         requests=N errors=E seconds=S rps=R p50_us=A p99_us=B
- *         cpu_us_per_req=C
+ *         cpu_us_per_req=C vcsw_per_req=V ivcsw_per_req=I
  *       cpu_us_per_req is this process's user + system time (every
  *       thread, nats.c's included) over the recorded seconds, divided by
- *       the requests: the client side of a raw request/reply.  Latency:
+ *       the requests: the client side of a raw request/reply; V and I its
+ *       voluntary and involuntary context switches per request over the
+ *       same seconds (getrusage(RUSAGE_SELF): every thread, also one
+ *       that exited, unlike /proc/<pid>/task).  Latency:
  *       a log-linear histogram (256 steps per power of two, < 0.4 %).
  *       Exits 1 when any request failed.
  *   natsload respond URL SUBJECT PIDFILE
@@ -194,11 +197,13 @@ static void *requester_main(void *arg)
     return NULL;
 }
 
-static double cpu_us(void)
+static double cpu_us(double *vcsw, double *ivcsw)
 {
     struct rusage ru;
 
     getrusage(RUSAGE_SELF, &ru);
+    *vcsw = (double)ru.ru_nvcsw;
+    *ivcsw = (double)ru.ru_nivcsw;
     return (double)ru.ru_utime.tv_sec * 1e6 + (double)ru.ru_utime.tv_usec
            + (double)ru.ru_stime.tv_sec * 1e6 + (double)ru.ru_stime.tv_usec;
 }
@@ -238,7 +243,7 @@ static int run_request(const char *url, const char *subject, int nreq,
     struct requester *qs;
     uint64_t *hist, requests = 0, errors = 0;
     uint64_t t0, t1;
-    double c0, c1, elapsed;
+    double c0, c1, elapsed, v0, v1, iv0, iv1;
     natsStatus s;
     int i;
     size_t b;
@@ -297,13 +302,13 @@ static int run_request(const char *url, const char *subject, int nreq,
         }
     }
     sleep_s(warmup);
-    c0 = cpu_us();
+    c0 = cpu_us(&v0, &iv0);
     t0 = now_ns();
     __atomic_store_n(&phase, PHASE_MEASURE, __ATOMIC_RELAXED);
     sleep_s(seconds);
     __atomic_store_n(&phase, PHASE_STOP, __ATOMIC_RELAXED);
     t1 = now_ns();
-    c1 = cpu_us();
+    c1 = cpu_us(&v1, &iv1);
     for (i = 0; i < nreq; i++) {
         pthread_join(qs[i].tid, NULL);
         requests += qs[i].requests;
@@ -314,12 +319,15 @@ static int run_request(const char *url, const char *subject, int nreq,
     }
     elapsed = (double)(t1 - t0) / 1e9;
     printf("requests=%llu errors=%llu seconds=%.3f rps=%.1f p50_us=%.1f "
-           "p99_us=%.1f cpu_us_per_req=%.2f\n",
+           "p99_us=%.1f cpu_us_per_req=%.2f vcsw_per_req=%.3f "
+           "ivcsw_per_req=%.3f\n",
            (unsigned long long)requests, (unsigned long long)errors,
            elapsed, (double)requests / elapsed,
            percentile(hist, requests, 0.50) / 1000.0,
            percentile(hist, requests, 0.99) / 1000.0,
-           requests ? (c1 - c0) / (double)requests : 0.0);
+           requests ? (c1 - c0) / (double)requests : 0.0,
+           requests ? (v1 - v0) / (double)requests : 0.0,
+           requests ? (iv1 - iv0) / (double)requests : 0.0);
     for (i = 0; i < nreq; i++) {
         if (qs[i].errors) {
             fprintf(stderr, PROG ": requester %d: %llu errors, last: %s\n",
