@@ -400,7 +400,7 @@ void aura_nats_child_init(apr_pool_t *pchild, server_rec *s)
     if (nats_Open(0) != NATS_OK) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, AURA_LOGNO(00126)
                      "cannot initialise the NATS library: %s",
-                     nats_GetLastError(NULL));
+                     ap_escape_logitem(pchild, nats_GetLastError(NULL)));
         return;
     }
     /* Registered first so it also runs when a step below fails. */
@@ -418,7 +418,9 @@ void aura_nats_child_init(apr_pool_t *pchild, server_rec *s)
     else if (st != NATS_NOT_YET_CONNECTED) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, AURA_LOGNO(00013)
                      "NATS connection could not be set up: %s (%s)",
-                     natsStatus_GetText(st), nats_GetLastError(NULL));
+                     natsStatus_GetText(st),
+                     /* The text may be the server's: never raw. */
+                     ap_escape_logitem(pchild, nats_GetLastError(NULL)));
         child_nc = NULL;
         return;
     }
@@ -434,7 +436,8 @@ void aura_nats_child_init(apr_pool_t *pchild, server_rec *s)
                                  NULL) != NATS_OK) {
         ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, AURA_LOGNO(00017)
                      "cannot subscribe to key invalidations on %s: %s",
-                     invalidation_subject, nats_GetLastError(NULL));
+                     invalidation_subject,
+                     ap_escape_logitem(pchild, nats_GetLastError(NULL)));
         invalidation_sub = NULL;
     }
 }
