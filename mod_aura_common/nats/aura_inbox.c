@@ -43,10 +43,10 @@
 #include "nats/aura_nats.h"
 #include "nats/aura_nats_conf.h"
 #include "core/aura_config.h"
+#include "core/aura_watchdog.h"
 #include "shm/aura_shm.h"
 
 #include "apr_strings.h"
-#include "mod_watchdog.h"
 
 #include <nats/nats.h>
 #include <pthread.h>
@@ -341,23 +341,13 @@ static apr_status_t sweep(int state, void *data, apr_pool_t *p)
 
 apr_status_t aura_inbox_post_config(apr_pool_t *pconf, server_rec *s)
 {
-    APR_OPTIONAL_FN_TYPE(ap_watchdog_get_instance) *get =
-        APR_RETRIEVE_OPTIONAL_FN(ap_watchdog_get_instance);
-    APR_OPTIONAL_FN_TYPE(ap_watchdog_register_callback) *reg =
-        APR_RETRIEVE_OPTIONAL_FN(ap_watchdog_register_callback);
-    ap_watchdog_t *wd;
-    apr_status_t rv;
+    /* In every child (not a singleton): each has its own lanes.
+     * Without mod_watchdog, late replies are counted by their lane's
+     * next request. */
+    apr_status_t rv = aura_watchdog_every(pconf, s, SWEEP_WATCHDOG, 0,
+                                          SWEEP_EVERY, sweep);
 
-    if (!get || !reg) {
-        /* Late replies are then counted by their lane's next request. */
-        return APR_SUCCESS;
-    }
-    /* In every child (not a singleton): each has its own lanes. */
-    rv = get(&wd, SWEEP_WATCHDOG, 0, 0, pconf);
-    if (rv == APR_SUCCESS) {
-        rv = reg(wd, SWEEP_EVERY, s, sweep);
-    }
-    if (rv != APR_SUCCESS) {
+    if (rv != APR_SUCCESS && rv != APR_ENOTIMPL) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, AURA_LOGNO(01362)
                      "cannot register the late-reply sweep with "
                      "mod_watchdog: late replies are counted when their "

@@ -32,6 +32,7 @@
  * degraded, never refused and never blocking.
  */
 #include "core/aura_module.h"
+#include "core/aura_watchdog.h"
 #include "core/aura_config.h"
 #include "limit/aura_limit.h"
 #include "resilience/aura_breaker.h"
@@ -44,7 +45,6 @@
 #include "apr_atomic.h"
 #include "apr_strings.h"
 
-#include "mod_watchdog.h"
 
 #include <jansson.h>
 
@@ -116,26 +116,17 @@ static apr_status_t sweep_targets(int state, void *data, apr_pool_t *p);
 
 static apr_status_t register_sweep(apr_pool_t *pconf, server_rec *s)
 {
-    APR_OPTIONAL_FN_TYPE(ap_watchdog_get_instance) *get =
-        APR_RETRIEVE_OPTIONAL_FN(ap_watchdog_get_instance);
-    APR_OPTIONAL_FN_TYPE(ap_watchdog_register_callback) *reg =
-        APR_RETRIEVE_OPTIONAL_FN(ap_watchdog_register_callback);
-    ap_watchdog_t *wd;
-    apr_status_t rv;
+    /* One child at a time sweeps: the table is shared. */
+    apr_status_t rv = aura_watchdog_every(pconf, s, SWEEP_WATCHDOG, 1,
+                                          sweep_interval, sweep_targets);
 
-    if (!get || !reg) {
+    if (rv == APR_ENOTIMPL) {
         ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, AURA_LOGNO(00120)
                      "mod_watchdog is not available: idle entries of the "
                      "target breaker table are never swept, and once it "
                      "is full new targets go without a breaker");
-        return APR_SUCCESS;
     }
-    /* One child at a time sweeps: the table is shared. */
-    rv = get(&wd, SWEEP_WATCHDOG, 0, 1, pconf);
-    if (rv == APR_SUCCESS) {
-        rv = reg(wd, sweep_interval, s, sweep_targets);
-    }
-    if (rv != APR_SUCCESS) {
+    else if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, s, AURA_LOGNO(00121)
                      "cannot register the target breaker sweep with "
                      "mod_watchdog");
