@@ -30,9 +30,6 @@
 #include "nats/aura_envelope.h"
 #include "nats/aura_nats.h"
 #include "shm/aura_shm.h"
-#include "auth/aura_jwt.h"
-#include "auth/aura_identity.h"
-#include "nats/aura_envelope.h"
 
 #include "http_protocol.h"
 #include "apr_atomic.h"

@@ -36,9 +36,6 @@
 #include "nats/aura_nats.h"
 #include "shm/aura_shm.h"
 #include "store/aura_db.h"
-#include "auth/aura_apikey.h"
-#include "core/aura_siphash.h"
-#include "auth/aura_identity.h"
 #include "store/aura_store_conf.h"
 
 #include "apr_atomic.h"

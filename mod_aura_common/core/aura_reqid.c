@@ -25,8 +25,6 @@
 #include "core/aura_reqid.h"
 #include "core/aura_siphash.h"
 #include "core/aura_trace.h"
-#include "core/aura_siphash.h"
-#include "core/aura_trace.h"
 
 #include "apr_atomic.h"
 #include "apr_lib.h"

@@ -27,7 +27,6 @@
 #include "http/aura_accesslog.h"
 #include "http/aura_problem.h"
 #include "shm/aura_shm.h"
-#include "core/aura_redact.h"
 
 #include "apr_lib.h"
 #include "apr_strings.h"

@@ -36,7 +36,6 @@
 #include "http/aura_headers.h"
 #include "http/aura_headers_conf.h"
 #include "nats/aura_envelope.h"
-#include "nats/aura_envelope.h"
 
 #include "http_protocol.h"
 #include "http_request.h"

@@ -19,7 +19,6 @@
 #include "resilience/aura_bulkhead.h"
 #include "shm/aura_shm.h"
 #include "store/aura_db.h"
-#include "resilience/aura_breaker_fsm.h"
 
 #include "http_protocol.h"
 #include "apr_strings.h"

@@ -48,7 +48,6 @@
 #include "limit/aura_limit.h"
 #include "limit/aura_limit_conf.h"
 #include "shm/aura_shm.h"
-#include "core/aura_siphash.h"
 
 #include "http_connection.h"
 #include "http_protocol.h"

@@ -42,7 +42,6 @@
 #include "resilience/aura_breaker_fsm.h"
 #include "shm/aura_shm.h"
 #include "store/aura_redis.h"
-#include "resilience/aura_breaker_fsm.h"
 
 #include "apr_atomic.h"
 #include "apr_strings.h"

@@ -63,7 +63,6 @@
 #include "resilience/aura_gone.h"
 #include "resilience/aura_resilience_conf.h"
 #include "shm/aura_shm.h"
-#include "nats/aura_envelope.h"
 
 #include "http_protocol.h"
 #include "http_request.h"

@@ -50,7 +50,6 @@
 #include "resilience/aura_gone.h"
 #include "shm/aura_shm.h"
 #include "nats/aura_envelope.h"
-#include "nats/aura_subject.h"
 
 #include "http_protocol.h"
 #include "http_request.h"

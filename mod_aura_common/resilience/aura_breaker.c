@@ -40,7 +40,6 @@
 #include "resilience/aura_resilience_conf.h"
 #include "shm/aura_shm.h"
 #include "store/aura_db.h"
-#include "resilience/aura_breaker_fsm.h"
 
 #include "apr_atomic.h"
 #include "apr_strings.h"

@@ -30,7 +30,6 @@
 #include "resilience/aura_gone.h"
 #include "resilience/aura_peer.h"
 #include "shm/aura_shm.h"
-#include "resilience/aura_peer.h"
 
 #include "http_connection.h"
 #include "http_core.h"

@@ -29,8 +29,6 @@
 #include "resilience/aura_resilience_conf.h"
 #include "shm/aura_layout.h"
 #include "shm/aura_shm.h"
-#include "shm/aura_layout.h"
-#include "limit/aura_conntable.h"
 
 #include "http_core.h"
 #include "util_mutex.h"

@@ -46,7 +46,6 @@
 #include "resilience/aura_breaker_fsm.h"
 #include "shm/aura_shm.h"
 #include "store/aura_db.h"
-#include "resilience/aura_breaker_fsm.h"
 #include "store/aura_store_conf.h"
 
 #include "apr_atomic.h"
