@@ -14,10 +14,6 @@
 
 /* aura_keystore.c */
 void aura_keystore_child_init(apr_pool_t *pchild, server_rec *s);
-/* aura_key_lookup (aura.h): APR_EINVAL when a row holds a value that
- * cannot be an identity (an id longer than AURA_ID_MAX or outside
- * [A-Za-z0-9._-], a plan that is not printable: logged, refused whole,
- * never truncated). */
 /* AuraKeyCacheStaleMax: how long past their TTL the store's cached
  * answers may be used while it cannot answer (0: never). */
 apr_interval_time_t aura_keystore_stale_max(void);

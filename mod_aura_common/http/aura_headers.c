@@ -58,31 +58,14 @@ static const char *const default_security[] = {
 
 static int is_cors_name(const char *key)
 {
-    return key && (key[0] == 'A' || key[0] == 'a')
+    return (key[0] == 'A' || key[0] == 'a')
            && !strncasecmp(key, "Access-Control-", 15);
 }
 
-/* Drops every Access-Control-* header a service sent: the names
- * collected first (a table cannot be changed while walked), the array
- * made only when there is one (it runs on every response). */
+/* Drops every Access-Control-* header a service sent. */
 static void unset_cors(request_rec *r, apr_table_t *t)
 {
-    const apr_array_header_t *a = apr_table_elts(t);
-    const apr_table_entry_t *e = (const apr_table_entry_t *)a->elts;
-    apr_array_header_t *names = NULL;
-    int i;
-
-    for (i = 0; i < a->nelts; i++) {
-        if (is_cors_name(e[i].key)) {
-            if (!names) {
-                names = apr_array_make(r->pool, 4, sizeof(const char *));
-            }
-            APR_ARRAY_PUSH(names, const char *) = e[i].key;
-        }
-    }
-    for (i = 0; names && i < names->nelts; i++) {
-        apr_table_unset(t, APR_ARRAY_IDX(names, i, const char *));
-    }
+    aura_table_unset_if(r->pool, t, is_cors_name);
 }
 
 static void set_header(request_rec *r, const char *name, const char *value)
@@ -128,8 +111,6 @@ static void set_security(request_rec *r)
     }
 }
 
-/* A service cannot add a second X-Request-Id, nor anything else of the
- * gateway's namespace (DESIGN.md section 9). */
 /* Whether t's one header of the gateway's namespace is the X-Request-Id
  * aura_request_begin() set (its value, by address): the usual case,
  * where removing and setting it again would change nothing. */
@@ -151,6 +132,8 @@ static int only_own_request_id(const apr_table_t *t, const char *id)
     return found;
 }
 
+/* A service cannot add a second X-Request-Id, nor anything else of the
+ * gateway's namespace (DESIGN.md section 9). */
 static void set_owned(request_rec *r)
 {
     aura_request_t *rq = aura_request_get(r);

@@ -36,6 +36,7 @@
 #include "core/aura_request.h"
 #include "http/aura_headers.h"
 #include "http/aura_httpproxy.h"
+#include "http/aura_origin.h"
 #include "nats/aura_envelope.h"
 #include "resilience/aura_breaker.h"
 #include "resilience/aura_bulkhead.h"
@@ -85,21 +86,22 @@ static int wants_websocket(const request_rec *r)
 
 /* Point r at url through mod_proxy; route (its origin and budget, read
  * by mod_aura_proxy for the pooled worker) is r's, in its state. */
+/* r goes to mod_proxy, as a reverse proxy request for filename
+ * ("proxy:" and the URL). */
+static void to_proxy(request_rec *r, const char *filename)
+{
+    r->filename = (char *)filename;
+    r->handler = "proxy-server";
+    r->proxyreq = PROXYREQ_REVERSE;
+}
+
 void aura_http_target(request_rec *r, aura_route_t *route, const char *url)
 {
     if (wants_websocket(r)) {
-        /* mod_proxy_http tunnels an upgrade for ws(s):// workers. */
-        url = apr_pstrcat(r->pool, strncasecmp(url, "https", 5) ? "ws"
-                                                                 : "wss",
-                          ap_strstr_c(url, "://"), NULL);
-        route->origin = apr_pstrcat(r->pool,
-                                    strncasecmp(route->origin, "https", 5)
-                                    ? "ws" : "wss",
-                                    ap_strstr_c(route->origin, "://"), NULL);
+        url = aura_ws_url(r->pool, url);
+        route->origin = aura_ws_url(r->pool, route->origin);
     }
-    r->filename = apr_pstrcat(r->pool, "proxy:", url, NULL);
-    r->handler = "proxy-server";
-    r->proxyreq = PROXYREQ_REVERSE;
+    to_proxy(r, apr_pstrcat(r->pool, "proxy:", url, NULL));
 }
 
 /* The upstream I/O timeout of a route: its budget, or on a streaming
@@ -124,10 +126,8 @@ int aura_http_claim(request_rec *r, const aura_dir_conf_t *d,
 
     route->origin = ws ? u->ws_origin : u->origin;
     route->budget = io_timeout(d);
-    r->filename = apr_pstrcat(r->pool, ws ? u->ws_filename : u->filename,
-                              sep, rest, NULL);
-    r->handler = "proxy-server";
-    r->proxyreq = PROXYREQ_REVERSE;
+    to_proxy(r, apr_pstrcat(r->pool, ws ? u->ws_filename : u->filename,
+                            sep, rest, NULL));
     return OK;
 }
 

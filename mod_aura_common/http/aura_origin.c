@@ -193,3 +193,9 @@ apr_status_t aura_origin_parse(apr_pool_t *p, const char *in,
     *out = low;
     return APR_SUCCESS;
 }
+
+const char *aura_ws_url(apr_pool_t *p, const char *url)
+{
+    return apr_pstrcat(p, strncasecmp(url, "https", 5) ? "ws" : "wss",
+                       strstr(url, "://"), NULL);
+}

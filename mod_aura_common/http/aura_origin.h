@@ -28,4 +28,13 @@
 apr_status_t aura_origin_parse(apr_pool_t *p, const char *in,
                                const char **out, const char **why);
 
+/**
+ * The URL a WebSocket upgrade of an http(s) upstream goes to: url with
+ * its scheme made ws:// (http://) or wss:// (https://); mod_proxy_http
+ * tunnels an upgrade for ws(s):// workers.
+ * @param p pool for the result
+ * @param url "http://..." or "https://..." (any case)
+ */
+const char *aura_ws_url(apr_pool_t *p, const char *url);
+
 #endif /* AURA_ORIGIN_H */

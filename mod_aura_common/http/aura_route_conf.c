@@ -7,6 +7,7 @@
  */
 #include "core/aura_module.h"
 #include "core/aura_config.h"
+#include "http/aura_origin.h"
 #include "http/aura_route_conf.h"
 #include "nats/aura_subject.h"
 
@@ -51,12 +52,11 @@ static const aura_http_upstream_t *prepare_http(apr_pool_t *p,
     aura_http_upstream_t *u = apr_palloc(p, sizeof(*u));
     const char *after = ap_strstr_c(upstream, "://");
     const char *slash = ap_strchr_c(after + 3, '/');
-    const char *ws = strncasecmp(upstream, "https", 5) ? "ws" : "wss";
     const char *base = slash ? slash : "";
 
     u->origin = slash ? apr_pstrmemdup(p, upstream, slash - upstream)
                       : upstream;
-    u->ws_origin = apr_pstrcat(p, ws, ap_strstr_c(u->origin, "://"), NULL);
+    u->ws_origin = aura_ws_url(p, u->origin);
     u->filename = apr_pstrcat(p, "proxy:", u->origin, base, NULL);
     u->ws_filename = apr_pstrcat(p, "proxy:", u->ws_origin, base, NULL);
     return u;

@@ -500,14 +500,21 @@ apr_status_t aura_envelope_decode(apr_pool_t *p, natsMsg *reply,
     }
     return APR_SUCCESS;
 }
+
 /* Every header in the gateway's namespace (aura_envelope_own_header(),
  * any spelling) is dropped: a client can never claim an identity, nor
- * hand a service a second X-Request-Id (DESIGN.md section 9).  The
- * names are collected first (a table cannot be changed while walked),
- * by walking its entries directly, and the array made only when there
- * is one: this runs on every request and response, and usually finds
- * nothing. */
+ * hand a service a second X-Request-Id (DESIGN.md section 9). */
 void aura_unset_owned(apr_pool_t *p, apr_table_t *t)
+{
+    aura_table_unset_if(p, t, aura_envelope_own_header);
+}
+
+/* The names are collected first (a table cannot be changed while
+ * walked), by walking its entries directly, and the array made only
+ * when there is one: this runs on every request and response, and
+ * usually finds nothing. */
+void aura_table_unset_if(apr_pool_t *p, apr_table_t *t,
+                         int (*match)(const char *name))
 {
     const apr_array_header_t *a = apr_table_elts(t);
     const apr_table_entry_t *e = (const apr_table_entry_t *)a->elts;
@@ -515,7 +522,7 @@ void aura_unset_owned(apr_pool_t *p, apr_table_t *t)
     int i;
 
     for (i = 0; i < a->nelts; i++) {
-        if (aura_envelope_own_header(e[i].key)) {
+        if (e[i].key && match(e[i].key)) {
             if (!names) {
                 names = apr_array_make(p, 4, sizeof(const char *));
             }

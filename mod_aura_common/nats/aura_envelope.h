@@ -92,6 +92,10 @@ int aura_envelope_own_header(const char *name);
  * path, what an upstream answered on responses.
  */
 void aura_unset_owned(apr_pool_t *p, apr_table_t *t);
+/* Removes from t every header whose name match() says yes to (the names
+ * collected first, in p only when there is one). */
+void aura_table_unset_if(apr_pool_t *p, apr_table_t *t,
+                         int (*match)(const char *name));
 
 /**
  * Whether a reply header becomes a response header: not in the

@@ -12,9 +12,10 @@
  * (FailRequestsOnDisconnect) instead of waiting out their budget.
  *
  * Losing one node of a cluster (several AuraNATSServers): nats.c sees
- * the socket close, on_disconnected() wakes every waiting request (it
- * answers 503: its request may have reached a responder, so it is never
- * sent again), and nats.c reconnects to another node of the list (or
+ * the socket close, on_disconnected() counts the loss, every waiting
+ * request sees it at its next wait slice (aura_inbox.c) and answers 503
+ * (its request may have reached a responder, so it is never sent
+ * again), and nats.c reconnects to another node of the list (or
  * one the cluster advertised) at once.  While it does, nothing is
  * buffered: nats.c would keep publishes in a reconnect buffer (8 MB by
  * default) and send them once reconnected, i.e. after their request
@@ -24,7 +25,7 @@
  * BUFFER), proof that it never left this process; the handler then
  * waits for the reconnect, for at most AURA_NATS_RECONNECT_GRACE after
  * the loss and within the route's budget, and sends it then
- * (aura_nats_reconnect_until()).
+ * (aura_nats_await_reconnect()).
  *
  * The connection is shared by all worker threads of the child (nats.c
  * locks internally; each request uses its own natsMsg).  It is destroyed
@@ -177,8 +178,6 @@ static void on_reconnected(natsConnection *nc, void *closure)
 
 static void on_disconnected(natsConnection *nc, void *closure)
 {
-    int i;
-
     (void)nc; (void)closure;
     apr_atomic_set64(&child_lost_at, (apr_uint64_t)apr_time_now());
     apr_atomic_inc32(&child_losses);
@@ -190,12 +189,6 @@ static void on_disconnected(natsConnection *nc, void *closure)
                  AURA_LOGNO(00011) "NATS connection lost (pid %"
                  APR_PID_T_FMT "), reconnecting", getpid());
     aura_nats_report(child_server, nc, NATS_OK);
-    /* Requests waiting for a reply fail now, not at their budget. */
-    for (i = 0; i < user_count; i++) {
-        if (users[i]->disconnected) {
-            users[i]->disconnected();
-        }
-    }
 }
 
 static void on_closed(natsConnection *nc, void *closure)
@@ -337,22 +330,6 @@ static void on_invalidation(natsConnection *nc, natsSubscription *sub,
     aura_nats_msg_release(msg);
 }
 
-/* After a publish refused while nats.c reconnects (seen: the losses
- * counted before it): waits, in slices, at most the reconnect grace,
- * until a reconnect after that loss; 1 when there was one. */
-static int await_reconnected(apr_uint32_t seen)
-{
-    apr_time_t end = apr_time_now() + AURA_NATS_RECONNECT_GRACE;
-
-    while (!aura_nats_connected() || aura_nats_losses() == seen) {
-        if (apr_time_now() >= end) {
-            return 0;
-        }
-        apr_sleep(apr_time_from_msec(5));
-    }
-    return 1;
-}
-
 void aura_nats_publish_invalidation(request_rec *r, const char *project)
 {
     natsStatus s = NATS_CONNECTION_CLOSED;
@@ -364,7 +341,9 @@ void aura_nats_publish_invalidation(request_rec *r, const char *project)
                                    (int)strlen(project));
         /* Nothing is buffered while reconnecting (see the top of this
          * file): sent again once reconnected, a repeat being harmless. */
-        if (s == NATS_INSUFFICIENT_BUFFER && await_reconnected(seen)) {
+        if (s == NATS_INSUFFICIENT_BUFFER
+            && aura_nats_await_reconnect(APR_INT64_MAX, 1, seen, NULL,
+                                         NULL)) {
             s = natsConnection_Publish(child_nc, invalidation_subject,
                                        project, (int)strlen(project));
         }
@@ -469,7 +448,11 @@ apr_uint32_t aura_nats_losses(void)
     return apr_atomic_read32(&child_losses);
 }
 
-apr_time_t aura_nats_reconnect_until(void)
+/* While the connection is lost and nats.c reconnects: the time until
+ * which a request may wait for it; 0 when connected, absent, or never
+ * lost (a first connect that keeps failing is an outage, not a
+ * reconnect). */
+static apr_time_t reconnect_until(void)
 {
     apr_time_t lost = (apr_time_t)apr_atomic_read64(&child_lost_at);
 
@@ -477,6 +460,35 @@ apr_time_t aura_nats_reconnect_until(void)
         return 0;
     }
     return lost + AURA_NATS_RECONNECT_GRACE;
+}
+
+/* Polled, not signalled: nats.c's reconnect callback runs on its own
+ * thread a moment after the fact, and a wait is rare (a node lost). */
+#define RECONNECT_SLICE apr_time_from_msec(5)
+
+int aura_nats_await_reconnect(apr_time_t deadline, int refused,
+                              apr_uint32_t seen, int (*stop)(void *),
+                              void *data)
+{
+    apr_time_t start = apr_time_now();
+    apr_time_t end = reconnect_until();
+
+    if (refused && (!end || end > start + AURA_NATS_RECONNECT_GRACE)) {
+        end = start + AURA_NATS_RECONNECT_GRACE;
+    }
+    if (end > deadline) {
+        end = deadline;
+    }
+    while (!aura_nats_connected()
+           || (refused && aura_nats_losses() == seen)) {
+        apr_time_t now = apr_time_now();
+
+        if (now >= end || (stop && stop(data))) {
+            return 0;
+        }
+        apr_sleep(end - now > RECONNECT_SLICE ? RECONNECT_SLICE : end - now);
+    }
+    return 1;
 }
 
 const char *aura_nats_server(apr_pool_t *p)

@@ -12,12 +12,11 @@ struct __natsConnection;
 struct __natsMsg;
 void aura_nats_child_init(apr_pool_t *pchild, server_rec *s);
 /* What lives on the child's connection (the reply inboxes): told, in the
- * order added, once the connection exists (connected or retrying), when
- * it is lost (on a nats.c thread), and when the child exits.  Add from
- * register_hooks; child_init is required, the others may be NULL. */
+ * order added, once the connection exists (connected or retrying) and
+ * when the child exits.  Add from register_hooks; child_exit may be
+ * NULL. */
 typedef struct aura_nats_user_t {
     void (*child_init)(struct __natsConnection *nc, server_rec *s);
-    void (*disconnected)(void);
     void (*child_exit)(void);
 } aura_nats_user_t;
 void aura_nats_add_user(const aura_nats_user_t *user);
@@ -32,11 +31,16 @@ apr_int64_t aura_nats_max_payload(void);
  * after the loss for nats.c to reconnect (to another node of a
  * cluster: a few ms) before it answers 503. */
 #define AURA_NATS_RECONNECT_GRACE apr_time_from_sec(1)
-/* While the connection is lost and nats.c reconnects: the time until
- * which a request may wait for it; 0 when connected, absent, or never
- * lost (a first connect that keeps failing is an outage, not a
- * reconnect). */
-apr_time_t aura_nats_reconnect_until(void);
+/* Waits, in slices, until the connection is up again: while nats.c
+ * reconnects after a loss, at most AURA_NATS_RECONNECT_GRACE after it;
+ * after a publish nats.c refused (refused, seen: the losses counted
+ * before the publish), for a reconnect after that loss, at most the
+ * grace from now (the loss may not be counted yet: on_disconnected()
+ * runs a moment after nats.c saw it).  Never past deadline, nor once
+ * stop(data) says so (stop may be NULL).  1 when connected. */
+int aura_nats_await_reconnect(apr_time_t deadline, int refused,
+                              apr_uint32_t seen, int (*stop)(void *),
+                              void *data);
 /* How many times the connection was lost so far (counted before the
  * waiting requests are woken). */
 apr_uint32_t aura_nats_losses(void);

@@ -233,37 +233,22 @@ static int send_reply(request_rec *r, natsMsg *reply, aura_inbox_t *inbox,
                                 "sending the reply to the client failed");
 }
 
-/* While nats.c reconnects after a loss, waits (in slices) until it is
- * connected again, the grace after the loss is over, deadline, or the
- * client is gone; 1 when connected.  After a publish nats.c refused
- * (refused: the losses counted before it), the loss may not be counted
- * yet (on_disconnected() runs a moment after nats.c saw it) and the
- * connection still looks up: the wait is then for a reconnect after
- * that loss, at most the grace from now. */
-#define RECONNECT_SLICE apr_time_from_msec(5)
+/* aura_nats_await_reconnect() for r, which stops waiting when its
+ * client is gone. */
+static int client_gone(void *r)
+{
+    return aura_client_gone(r);
+}
 
 static int await_reconnect(request_rec *r, apr_time_t deadline,
                            int refused, apr_uint32_t seen)
 {
     apr_time_t start = apr_time_now();
-    apr_time_t end = aura_nats_reconnect_until();
 
-    if (refused && (!end || end > start + AURA_NATS_RECONNECT_GRACE)) {
-        end = start + AURA_NATS_RECONNECT_GRACE;
+    if (!aura_nats_await_reconnect(deadline, refused, seen, client_gone, r)) {
+        return 0;
     }
-    if (end > deadline) {
-        end = deadline;
-    }
-    while (!aura_nats_connected()
-           || (refused && aura_nats_losses() == seen)) {
-        apr_time_t now = apr_time_now();
-
-        if (now >= end || aura_client_gone(r)) {
-            return 0;
-        }
-        apr_sleep(end - now > RECONNECT_SLICE ? RECONNECT_SLICE : end - now);
-    }
-    if (apr_time_now() - start >= RECONNECT_SLICE) {
+    if (apr_time_now() - start >= apr_time_from_msec(5)) {
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(01361)
                       "waited %" APR_TIME_T_FMT " ms for the NATS "
                       "reconnect", apr_time_as_msec(apr_time_now() - start));

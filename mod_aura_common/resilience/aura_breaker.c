@@ -44,7 +44,6 @@
 #include "apr_atomic.h"
 #include "apr_strings.h"
 
-
 #include <jansson.h>
 
 #define NS_PER_MS APR_UINT64_C(1000000)

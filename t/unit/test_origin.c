@@ -92,10 +92,22 @@ static void test_parse(void **state)
                                        &(const char *){0}), APR_EINVAL);
 }
 
+/* The upstream a WebSocket upgrade goes to (aura_ws_url). */
+static void test_ws_url(void **state)
+{
+    apr_pool_t *p = *state;
+
+    assert_string_equal(aura_ws_url(p, "http://h:8080"), "ws://h:8080");
+    assert_string_equal(aura_ws_url(p, "https://h/base"), "wss://h/base");
+    assert_string_equal(aura_ws_url(p, "HTTPS://H"), "wss://H");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_parse, pool_setup,
+                                        pool_teardown),
+        cmocka_unit_test_setup_teardown(test_ws_url, pool_setup,
                                         pool_teardown),
     };
     int rc;
