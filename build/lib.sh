@@ -277,3 +277,57 @@ aura_psql() {
     shift 2
     _aura_psql "$_aura_pg_port" aura "$@"
 }
+
+# --- The Apache::Test suite, as build/test and debian/tests/suite run it -
+#
+# Apache::Test refuses to run as root (httpd cannot spawn its children as
+# root), and a clone under a root-only folder is unreadable to anyone
+# else: as root, a pass runs as the system user aura-test (created when
+# missing) in a copy of the tree (the current directory) under /tmp.
+
+aura_test_user=aura-test
+
+# aura_suite_pass NAME CONFIGURE_FLAGS [ENV=VALUE ...] -- [t/TEST.PL args]
+# With CONFIGURE_FLAGS, the copy is reconfigured and rebuilt with them.
+# The copy is removed when the pass succeeds, kept (its t/logs named)
+# when it fails.
+aura_suite_pass() {
+    _aura_name=$1 _aura_flags=$2
+    shift 2
+    _aura_envs=
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do
+        _aura_envs="$_aura_envs $1"
+        shift
+    done
+    [ $# -gt 0 ] && shift
+    echo "build/test: $_aura_name"
+    if [ "$(id -u)" = 0 ] && ! id "$aura_test_user" >/dev/null 2>&1; then
+        useradd --system --no-create-home --home-dir /nonexistent \
+            --shell /usr/sbin/nologin "$aura_test_user"
+    fi
+    _aura_work=$(mktemp -d /tmp/aura-test.XXXXXX)
+    chmod 755 "$_aura_work"
+    tar --exclude=.git --exclude=./dist -cf - . | tar -C "$_aura_work" -xf -
+    if [ -n "$_aura_flags" ]; then
+        # shellcheck disable=SC2086
+        (cd "$_aura_work" && make -s clean >/dev/null 2>&1 \
+            && ./configure --enable-werror $_aura_flags >/dev/null \
+            && make -s all) || return 1
+    fi
+    _aura_rc=0
+    if [ "$(id -u)" = 0 ]; then
+        chown -R "$aura_test_user:" "$_aura_work"
+        # shellcheck disable=SC2086
+        runuser -u "$aura_test_user" -- env -u HOME $_aura_envs \
+            "$_aura_work/build/run-suite" "$@" || _aura_rc=$?
+    else
+        # shellcheck disable=SC2086
+        env $_aura_envs "$_aura_work/build/run-suite" "$@" || _aura_rc=$?
+    fi
+    if [ "$_aura_rc" -eq 0 ]; then
+        rm -rf "$_aura_work"
+    else
+        echo "build/test: $_aura_name failed; logs are in $_aura_work/t/logs" >&2
+    fi
+    return "$_aura_rc"
+}

@@ -12,7 +12,7 @@ use lib "$FindBin::Bin/../lib";
 use Test::More import => ['!plan'];
 use Apache::Test qw(-withtestmore);
 use File::Temp qw(tempdir);
-use Aura::Test qw(t_dir);
+use Aura::Test qw(aura_module t_dir);
 
 my $top = t_dir() . '/..';
 my $httpd = Apache::Test::vars('httpd');
@@ -195,10 +195,9 @@ sub check_conf {
             . "Listen 127.0.0.1:1\n"
             . "LoadModule mpm_event_module $modules/mod_mpm_event.so\n"
             . "LoadModule authz_core_module $modules/mod_authz_core.so\n"
-            . "LoadModule aura_common_module "
-            . "$top/mod_aura_common/mod_aura_common.so\n";
-    print $fh "LoadModule aura_data_module $top/mod_aura_data/mod_aura_data.so\n"
-            . "LoadModule aura_mgmt_module $top/mod_aura_mgmt/mod_aura_mgmt.so\n"
+            . "LoadModule aura_common_module " . aura_module('common') . "\n";
+    print $fh "LoadModule aura_data_module " . aura_module('data') . "\n"
+            . "LoadModule aura_mgmt_module " . aura_module('mgmt') . "\n"
         if $with_planes;
     print $fh $body;
     close $fh;
@@ -256,7 +255,7 @@ like($out, qr{AURA00098: .* \(or AuraDBRouter On\) at \S+:\d+},
                          . "LoadModule proxy_http_module "
                          . "$modules/mod_proxy_http.so\n"
                          . "LoadModule aura_proxy_module "
-                         . "$top/mod_aura_proxy/mod_aura_proxy.so\n"
+                         . aura_module('proxy') . "\n"
                          . "<Location /s/>\nAuraService storage "
                          . "http://127.0.0.1:1/s\n</Location>\n", 1);
 is($rc, 0, 'with mod_proxy, mod_proxy_http and mod_aura_proxy: fine')

@@ -35,13 +35,12 @@ use POSIX ();
 use Test::More import => ['!plan'];
 use Apache::Test qw(-withtestmore);
 use Time::HiRes qw(time sleep);
-use Aura::Test qw(private_httpd free_port wait_until pid_alive);
+use Aura::Test qw(aura_module private_httpd free_port wait_until pid_alive);
 
 plan tests => 29;
 
 $SIG{PIPE} = 'IGNORE';
 my $mods = '/usr/lib/apache2/modules';
-my $top = Apache::Test::vars('t_dir') . '/..';
 my $PARTIAL = "GET /health HTTP/1.1\r\nHost: localhost\r\n";
 
 # A server with both planes; $timeouts is its RequestReadTimeout.
@@ -52,7 +51,7 @@ sub server {
     my ($port, $httpd) = private_httpd(dir => $dir, children => 2,
                                        threads => 10, conn_cap => '',
                                        body => <<"CONF");
-LoadModule aura_mgmt_module $top/mod_aura_mgmt/mod_aura_mgmt.so
+LoadModule aura_mgmt_module @{[ aura_module('mgmt') ]}
 <IfModule !reqtimeout_module>
     LoadModule reqtimeout_module $mods/mod_reqtimeout.so
 </IfModule>

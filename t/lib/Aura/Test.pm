@@ -18,12 +18,23 @@ use Apache::Test ();
 use Apache::TestRequest ();
 use Apache::TestUtil qw(t_cmp);
 
-our @EXPORT_OK = qw(private_httpd free_port free_ports default_key ANON_KEY mint console_token default_console exec_count new_reqid wait_until problem_ok natsreq
+our @EXPORT_OK = qw(aura_module private_httpd free_port free_ports default_key ANON_KEY mint console_token default_console exec_count new_reqid wait_until problem_ok natsreq
                     nats_stop nats_start t_dir json_body error_log_since
                     error_log_size psql pg_stop pg_start
                     redis_cli redis_stop redis_start pid_alive);
 
 sub t_dir { Apache::Test::vars('t_dir') }
+
+# The path of mod_aura_$name.so ('common', 'data', 'mgmt', 'proxy') the
+# suite loads: in $AURA_TEST_MODULES, the folder build/run-suite links
+# them into (the build tree's, or the installed ones with
+# AURA_TEST_MODULES_DIR), else in the build tree.
+sub aura_module {
+    my ($name) = @_;
+    return "$ENV{AURA_TEST_MODULES}/mod_aura_$name.so"
+        if $ENV{AURA_TEST_MODULES};
+    return t_dir() . "/../mod_aura_$name/mod_aura_$name.so";
+}
 
 # The seeded anon key of proj-a (t/conf/seed.sql).
 use constant ANON_KEY => 'ak_test_anon_0123456789abcdef';
@@ -102,9 +113,9 @@ sub free_ports {
     return map { $_->sockport } @held;
 }
 
-# A second, private httpd with the freshly built modules, for what the
-# main test server cannot show (a second gateway instance, start and
-# stop).  Writes $dir/httpd.conf: the common head (event MPM, modules,
+# A second, private httpd with the suite's modules (aura_module), for
+# what the main test server cannot show (a second gateway instance,
+# start and stop).  Writes $dir/httpd.conf: the common head (event MPM, modules,
 # one Listen port, $children child processes of $threads threads each,
 # 4 unless given) then $body, where __PORT__ stands for the port.  The
 # head raises AuraMaxConnectionsPerAddress and AuraMaxReadingConnections
@@ -116,7 +127,6 @@ sub private_httpd {
     my (%o) = @_;
     my $dir = $o{dir} or die 'private_httpd: dir';
     my $port = free_port();
-    my $top = t_dir() . '/..';
     my $mods = '/usr/lib/apache2/modules';
     my $n = $o{children} || 2;
     my $t = $o{threads} || 4;
@@ -134,11 +144,11 @@ LogLevel info
 Listen 127.0.0.1:$port
 LoadModule mpm_event_module $mods/mod_mpm_event.so
 LoadModule authz_core_module $mods/mod_authz_core.so
-LoadModule aura_common_module $top/mod_aura_common/mod_aura_common.so
-LoadModule aura_data_module $top/mod_aura_data/mod_aura_data.so
+LoadModule aura_common_module @{[ aura_module('common') ]}
+LoadModule aura_data_module @{[ aura_module('data') ]}
 LoadModule proxy_module $mods/mod_proxy.so
 LoadModule proxy_http_module $mods/mod_proxy_http.so
-LoadModule aura_proxy_module $top/mod_aura_proxy/mod_aura_proxy.so
+LoadModule aura_proxy_module @{[ aura_module('proxy') ]}
 StartServers $n
 ServerLimit $n
 ThreadsPerChild $t
