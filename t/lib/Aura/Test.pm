@@ -21,9 +21,21 @@ use Apache::TestUtil qw(t_cmp);
 our @EXPORT_OK = qw(private_httpd free_port free_ports default_key ANON_KEY mint console_token default_console exec_count new_reqid wait_until problem_ok natsreq
                     nats_stop nats_start t_dir json_body error_log_since
                     error_log_size psql pg_stop pg_start
-                    redis_cli redis_stop redis_start pid_alive);
+                    redis_cli redis_stop redis_start pid_alive proto);
 
 sub t_dir { Apache::Test::vars('t_dir') }
+
+# The transport of the pass (build/test): AURA_TEST_PROTO h1 (LWP's
+# HTTP/1.1, the default), h2 (TLS, ALPN) or h2c (prior knowledge): the
+# last two send every LWP request of the test as an HTTP/2 stream
+# (Aura::H2).
+sub proto { $ENV{AURA_TEST_PROTO} || 'h1' }
+if (proto() ne 'h1') {
+    die 'AURA_TEST_PROTO must be h1, h2 or h2c' unless proto() =~ /^h2c?$/;
+    require LWP::Protocol;
+    require Aura::H2;
+    LWP::Protocol::implementor('http', 'Aura::H2');
+}
 
 # The seeded anon key of proj-a (t/conf/seed.sql).
 use constant ANON_KEY => 'ak_test_anon_0123456789abcdef';

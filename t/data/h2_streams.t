@@ -1,0 +1,227 @@
+# Licensed under the Apache License, Version 2.0 (see LICENSE).
+#
+# HTTP/2 streams and the per-address rules (VirtualHost aura_h2s: h2c by
+# prior knowledge, AuraMaxConnectionsPerAddress 3), in every pass of
+# the suite (it speaks HTTP/2 itself: nghttp and Aura::H2):
+#
+# - a connection with 100 streams is one connection for the cap: with
+#   two other connections held, all 100 are answered; a fourth
+#   connection is then closed at once (the cap is live);
+# - 100 concurrent streams are 100 requests for the per-address rate
+#   limit: of a zone's twin spent over HTTP/1.1 as many pass as pass
+#   here, the rest are 429;
+# - a stream the client resets (RST_STREAM) while its request waits on
+#   the service is a client that left (AURA00800, docs/resilience.md),
+#   the connection and its other streams carry on;
+# - the gateway's refusals on a stream (401 before the route is
+#   authenticated, 400 from the raw path check in post_read_request)
+#   are problem+json with the request id, as on HTTP/1.1;
+# - a streamed reply arrives whole, byte for byte.
+use strict;
+use warnings FATAL => 'all';
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+
+use IO::Select;
+use IO::Socket::INET;
+use HTTP::Request ();
+use LWP::UserAgent ();
+use Test::More import => ['!plan'];
+use Apache::Test qw(-withtestmore);
+use Aura::Test qw(ANON_KEY new_reqid exec_count wait_until error_log_size
+                  error_log_since json_body);
+use Aura::H2 ();
+use Aura::Stream qw(pattern_ok);
+use Protocol::HTTP2::Client;
+use Protocol::HTTP2::Constants qw(:errors);
+
+plan tests => 24;
+
+my $port = Apache::Test::config()->{vhosts}{aura_h2s}{port}
+    or die 'no aura_h2s vhost';
+my $base = "http://127.0.0.1:$port";
+my $log_from = error_log_size();
+
+# One request as an HTTP/2 stream (h2c, prior knowledge).
+sub h2 {
+    my ($method, $path, @hdr) = @_;
+    local $Aura::H2::PROTO = 'h2c';
+    local $Aura::H2::FORCE = 1;
+    my $req = HTTP::Request->new($method, "$base$path", [@hdr]);
+    return Aura::H2->new('http', LWP::UserAgent->new)
+        ->request($req, undef, undef, undef, 30);
+}
+
+# nghttp: $n streams of one GET at once on one connection; returns the
+# statuses and the number of connections it opened.
+sub nghttp_streams {
+    my ($path, $n, @hdr) = @_;
+    my @cmd = ('nghttp', '-n', '-v', '-t', 20, '-m', $n,
+               (map { ('-H', $_) } @hdr), "$base$path");
+    open(my $fh, '-|', @cmd) or die "nghttp: $!";
+    my (@st, $conns);
+    while (<$fh>) {
+        push @st, $1 if /recv \(stream_id=\d+\) :status: (\d+)/;
+        $conns++ if /^\[\s*[\d.]+\] Connected/;
+    }
+    close $fh;
+    return (\@st, $conns || 0);
+}
+
+# A connection httpd holds: the start of a request line, so that the
+# kernel hands it over (TCP_DEFER_ACCEPT waits for the first bytes).
+sub held_connection {
+    my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port",
+                                  Timeout => 5) or die "connect: $!";
+    syswrite($s, "GET /health HTTP/1.1\r\n");
+    return $s;
+}
+
+# A connection for one exchange: nothing sent yet.
+sub new_connection {
+    my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port",
+                                  Timeout => 5) or die "connect: $!";
+    return $s;
+}
+
+# Closed by the server at once: no response, EOF (or a reset: the
+# request line sent was never read)?
+sub closed_at_once {
+    my ($s) = @_;
+    return 0 unless IO::Select->new($s)->can_read(3);
+    my $n = sysread($s, my $buf, 1);
+    return !$n;
+}
+
+# --- the connection cap counts the connection, not its streams -----------
+
+SKIP: {
+    skip 'nghttp (nghttp2-client) is not installed', 5
+        unless grep { -x "$_/nghttp" } split /:/, $ENV{PATH};
+    my @held = map { held_connection() } 1 .. 2;
+    my ($st, $conns) = nghttp_streams('/health', 100);
+    is($conns, 1, 'nghttp: one connection');
+    is(scalar(grep { $_ == 200 } @$st), 100,
+       'cap 3, two connections held: all 100 streams of the third answered');
+    push @held, held_connection();
+    my $fourth = held_connection();
+    ok(closed_at_once($fourth), 'the cap is live: a fourth connection is closed');
+    close $_ for @held, $fourth;
+    like(error_log_since($log_from),
+         qr/AURA00900: connection from 127\.0\.0\.1 to [^ ]+ closed at once: the address has 3 open/,
+         'the refusal is logged (AURA00900, 3 open)');
+
+    # --- 100 streams are 100 requests for the per-address limit ----------
+    ok(wait_until(5, sub {
+        my $s = new_connection();
+        my $open = !closed_at_once_quick($s);
+        close $s;
+        $open;
+    }), 'the held connections are counted out');
+}
+
+sub closed_at_once_quick {
+    my ($s) = @_;
+    syswrite($s, "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    return 1 unless IO::Select->new($s)->can_read(3);
+    my $n = sysread($s, my $buf, 64);
+    return !($n && $buf =~ m{^HTTP/1\.1 200});
+}
+
+my $n_plain = 0;
+for (1 .. 20) {
+    my $s = new_connection();
+    syswrite($s, "GET /v1/h2s/plain/x HTTP/1.1\r\nHost: x\r\n"
+                 . "Connection: close\r\n\r\n");
+    IO::Select->new($s)->can_read(5);
+    sysread($s, my $buf, 64);
+    close $s;
+    last if ($buf // '') =~ m{^HTTP/1\.1 429};
+    $n_plain++;
+}
+SKIP: {
+    skip 'nghttp (nghttp2-client) is not installed', 3
+        unless grep { -x "$_/nghttp" } split /:/, $ENV{PATH};
+    my ($st) = nghttp_streams('/v1/h2s/streams/x', 100);
+    is(scalar @$st, 100, '100 concurrent streams all answered');
+    my $passed = grep { $_ != 429 } @$st;
+    ok($n_plain >= 5 && $n_plain < 20,
+       "HTTP/1.1: $n_plain requests passed the twin zone");
+    is($passed, $n_plain,
+       "as many of the 100 streams passed ($passed); the rest were 429");
+}
+
+# --- RST_STREAM: the client left ------------------------------------------
+
+{
+    my $id = new_reqid('h2-rst');
+    my $s = new_connection();
+    my $sel = IO::Select->new($s);
+    my ($done1, $status3);
+    my $client = Protocol::HTTP2::Client->new(keepalive => 1);
+    my $pump = sub {
+        my ($until, $secs) = @_;
+        my $deadline = time + $secs;
+        while (!$until->() && time < $deadline) {
+            while (my $f = $client->next_frame) { syswrite($s, $f) }
+            last if $until->();
+            next unless $sel->can_read(0.1);
+            my $n = sysread($s, my $buf, 65536) or last;
+            $client->feed($buf);
+        }
+        while (my $f = $client->next_frame) { syswrite($s, $f) }
+    };
+    $client->request(':scheme' => 'http', ':authority' => "127.0.0.1:$port",
+        ':path' => '/v1/h2s/slow/x', ':method' => 'GET',
+        headers => [ apikey => ANON_KEY, 'x-request-id' => $id,
+                     'x-example-delay-ms' => 4000 ],
+        on_done => sub { $done1 = 'done' },
+        on_error => sub { $done1 = "reset $_[0]" });
+    $pump->(sub { 0 }, 0.5);
+    ok(wait_until(3, sub { exec_count($id) == 1 }),
+       'reset: the request reached the service');
+    # Stream 1 (the client's first); the connection stays open.
+    $client->{con}->stream_error(1, CANCEL);
+    $pump->(sub { 0 }, 0.2);
+    ok(wait_until(3, sub {
+        error_log_since($log_from) =~ /AURA00800: client gone while waiting on/
+    }), 'reset: the wait is given up at once (AURA00800), not after 4 s');
+    $client->request(':scheme' => 'http', ':authority' => "127.0.0.1:$port",
+        ':path' => '/health', ':method' => 'GET',
+        on_done => sub { $status3 = { @{ $_[0] } }->{':status'} });
+    $pump->(sub { defined $status3 }, 5);
+    is($status3, 200, 'reset: the same connection serves its next stream');
+    close $s;
+}
+
+# --- refusals on a stream: problem+json with the request id --------------
+
+for my $c (
+    [ 'no key', '/v1/functions/x', [], 401, 'missing-key' ],
+    [ 'raw path check', '/v1/functions/a/%2e%2e/b', [ apikey => ANON_KEY ],
+      400, 'invalid-request' ],
+) {
+    my ($name, $path, $hdr, $status, $type) = @$c;
+    my $id = new_reqid('h2-problem');
+    my $res = h2('GET', $path, @$hdr, 'X-Request-Id' => $id);
+    my $p = json_body($res) || {};
+    is($res->code, $status, "$name: $status on a stream");
+    like($res->header('Content-Type') // '', qr{^application/problem\+json},
+         "$name: problem+json");
+    is($p->{type}, "/problems/$type", "$name: $type");
+    is($p->{request_id}, $id, "$name: the request id in the body");
+    is($res->header('X-Request-Id'), $id, "$name: and in the header");
+}
+
+# --- a streamed reply arrives whole ---------------------------------------
+
+{
+    my $id = new_reqid('h2-stream');
+    my $n = 3 * 1024 * 1024 + 17;
+    my $res = h2('GET', '/v1/functions/big', apikey => ANON_KEY,
+                 'X-Request-Id' => $id, 'X-Example-Stream-Bytes' => $n);
+    is($res->code, 200, 'streamed reply over HTTP/2: 200');
+    is(length($res->content), $n, "streamed reply: $n bytes");
+    ok(pattern_ok($res->content, 0), 'streamed reply: byte for byte');
+}

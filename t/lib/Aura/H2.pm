@@ -1,0 +1,202 @@
+# Licensed under the Apache License, Version 2.0 (see LICENSE).
+#
+# Aura::H2: the suite's HTTP/2 transport.  LWP (under Apache::Test's
+# GET, POST, user_agent()->request...) speaks HTTP/1.1 only; with
+# AURA_TEST_PROTO=h2 or h2c (build/test, build/run-suite) Aura::Test
+# makes this class LWP's implementor of http: URLs, and every request of
+# a test goes out as an HTTP/2 stream (Protocol::HTTP2, Debian's
+# libprotocol-http2-perl), one connection per request as LWP's own:
+#
+#   h2   TLS, HTTP/2 chosen by ALPN (refused unless the server picks
+#        h2), the server's certificate checked against the run's CA
+#        ($AURA_TEST_TLS_DIR/ca.crt, made by build/run-suite);
+#   h2c  clear text, HTTP/2 with prior knowledge.
+#
+# The request's headers go out as they are (lower-cased, the
+# connection-specific ones of RFC 9113 8.2.2 left out: HTTP/2 forbids
+# them), nothing is added; the response comes back as an HTTP::Response
+# with the version in Client-HTTP-Version ("2": Apache::TestRequest
+# refuses a response whose protocol is not HTTP/1.x), its body handed to
+# LWP's collect() as it arrives, so that a test reading a stream reads
+# it as it comes and may stop it.  Not curl: Debian 12's curl 7.88
+# drops a complete response when the server resets the stream with
+# NO_ERROR after it (RFC 9113 8.1: a server answering before the
+# request body is read), which mod_http2 does for every early refusal.
+package Aura::H2;
+
+use strict;
+use warnings;
+
+use parent 'LWP::Protocol';
+use HTTP::Response ();
+use HTTP::Status ();
+use IO::Select;
+use IO::Socket::INET;
+use Protocol::HTTP2::Client;
+use Protocol::HTTP2::Constants qw(:errors);
+
+our $PROTO = $ENV{AURA_TEST_PROTO} || 'h1';
+# A test that speaks HTTP/2 itself, whatever the pass, sets $FORCE
+# (and $PROTO) around its own calls of request().
+our $FORCE = 0;
+
+my %hop = map { $_ => 1 } qw(connection keep-alive proxy-connection te
+                             transfer-encoding upgrade host http2-settings);
+
+sub failed {
+    my ($msg) = @_;
+    my $res = HTTP::Response->new(500, $msg);
+    $res->header('Client-Warning' => 'Internal response');
+    $res->content_type('text/plain');
+    $res->content("$msg\n");
+    return $res;
+}
+
+# A connection to the request's server, speaking HTTP/2.
+sub h2_connect {
+    my ($host, $port, $timeout) = @_;
+    if ($PROTO eq 'h2') {
+        require IO::Socket::SSL;
+        my $s = IO::Socket::SSL->new(
+            PeerHost => $host, PeerPort => $port, Timeout => $timeout,
+            SSL_alpn_protocols => ['h2'],
+            SSL_ca_file => "$ENV{AURA_TEST_TLS_DIR}/ca.crt",
+            SSL_verifycn_name => 'localhost',
+            SSL_verifycn_scheme => 'http')
+            or return (undef, "TLS connect: $IO::Socket::SSL::SSL_ERROR");
+        my $alpn = $s->alpn_selected // '';
+        return (undef, "ALPN chose '$alpn', not h2") unless $alpn eq 'h2';
+        return ($s);
+    }
+    my $s = IO::Socket::INET->new(PeerHost => $host, PeerPort => $port,
+                                  Timeout => $timeout)
+        or return (undef, "connect: $!");
+    return ($s);
+}
+
+sub body_of {
+    my ($req) = @_;
+    my $c = $req->content_ref;
+    return $$c unless ref $$c eq 'CODE';
+    my $body = '';
+    while (defined(my $piece = $$c->())) {
+        last unless length $piece;
+        $body .= $piece;
+    }
+    return $body;
+}
+
+# The ports of the test server (Apache::Test's main port and one per
+# VirtualHost): only those speak HTTP/2; the suite's other servers (the
+# HTTP upstream, a test's private httpd) keep LWP's HTTP/1.1.
+my %ours;
+sub ours {
+    my ($port) = @_;
+    if (!%ours) {
+        require Apache::Test;
+        my $cfg = Apache::Test::config();
+        $ours{$cfg->{vars}{port}} = 1;
+        $ours{$_->{port}} = 1
+            for grep { ref $_ && $_->{port} } values %{ $cfg->{vhosts} };
+        # aura_h2c and aura_h2s stay clear text whatever the pass
+        # (t/data/h2_upgrade.t, t/data/h2_streams.t speak for themselves).
+        for my $own (qw(aura_h2c aura_h2s)) {
+            delete $ours{$cfg->{vhosts}{$own}{port}}
+                if $cfg->{vhosts}{$own};
+        }
+    }
+    return $ours{$port};
+}
+
+sub request {
+    my ($self, $req, $proxy, $arg, $size, $timeout) = @_;
+    $timeout ||= 180;
+    my $uri = $req->uri;
+    if (!$FORCE && !ours($uri->port)) {
+        require LWP::Protocol::http;
+        return LWP::Protocol::http->new($self->{scheme}, $self->{ua})
+            ->request($req, $proxy, $arg, $size, $timeout);
+    }
+    my ($sock, $why) = h2_connect($uri->host, $uri->port, $timeout);
+    return failed("$PROTO: $why") unless $sock;
+
+    my @headers;
+    my $authority = $req->header('Host') || $uri->host_port;
+    $req->headers->scan(sub {
+        my ($k, $v) = @_;
+        return if $hop{lc $k} || $v =~ /[\r\n]/;
+        push @headers, lc($k) => $v;
+    });
+    my $body = body_of($req);
+    my ($head, $done, $reset) = (undef, 0, undef);
+    my @pieces;
+    my $client = Protocol::HTTP2::Client->new(
+        on_error => sub { $reset //= "connection error $_[0]"; $done = 1 });
+    $client->request(
+        ':scheme' => $PROTO eq 'h2' ? 'https' : 'http',
+        ':authority' => $authority,
+        ':path' => $uri->path_query || '/',
+        ':method' => $req->method,
+        headers => \@headers,
+        (length $body || $req->method =~ /^(POST|PUT|PATCH)$/
+            ? (data => $body) : ()),
+        on_headers => sub { $head = $_[0]; 1 },
+        on_data => sub { push @pieces, $_[0]; 1 },
+        on_done => sub { $done = 1 },
+        on_error => sub { $reset = "stream reset, error $_[0]"; $done = 1 },
+    );
+    my $sel = IO::Select->new($sock);
+    # Exchanges frames until $until is true, the stream ends or the
+    # connection idles for $timeout.
+    my $pump = sub {
+        my ($until) = @_;
+        while (!$until->() && !$done) {
+            while (my $f = $client->next_frame) {
+                defined syswrite($sock, $f) or do { $done = 1; last };
+            }
+            last if $until->() || $done;
+            my @r = $sel->can_read($timeout)
+                or do { $reset //= 'timeout'; $done = 1; last };
+            my $n = sysread($sock, my $buf, 65536);
+            if (!$n) {
+                $reset //= 'connection closed' unless $head;
+                $done = 1;
+                last;
+            }
+            $client->feed($buf);
+        }
+    };
+    $pump->(sub { defined $head });
+    if (!$head) {
+        close $sock;
+        return failed("$PROTO: no response: " . ($reset // 'none'));
+    }
+    my %h;
+    my $res;
+    my @hv = @$head;
+    my @fields;
+    while (my ($k, $v) = splice(@hv, 0, 2)) {
+        if ($k eq ':status') {
+            $res = HTTP::Response->new($v,
+                HTTP::Status::status_message($v) || '');
+        }
+        elsif ($k !~ /^:/) {
+            push @fields, $k, $v;
+        }
+    }
+    return failed("$PROTO: no :status") unless $res;
+    $res->push_header(splice(@fields, 0, 2)) while @fields;
+    $res->header('Client-HTTP-Version' => 2);
+    $res->request($req);
+    $res = $self->collect($arg, $res, sub {
+        $pump->(sub { @pieces }) unless @pieces;
+        my $piece = @pieces ? shift @pieces : '';
+        return \$piece;
+    });
+    $res->header('Client-Aborted' => $reset)
+        if defined $reset && $reset !~ /error 0$/;
+    close $sock;
+    return $res;
+}
+
+1;
