@@ -21,7 +21,7 @@ use Test::More import => ['!plan'];
 use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET);
 use Aura::Test qw(new_reqid json_body console_token t_dir wait_until
-                  error_log_size error_log_since ANON_KEY proto);
+                  error_log_size error_log_since ANON_KEY proto raw_connect);
 use Aura::Upstream qw(upstream_stats upstream_log);
 
 # The request line's protocol in the access logs: the pass's (LWP's
@@ -131,7 +131,7 @@ my $raw_secret = secret();
 {
     Apache::TestRequest::module('aura_data');
     my $hp = Apache::TestRequest::hostport();
-    my $sock = IO::Socket::INET->new(PeerAddr => $hp, Timeout => 10)
+    my $sock = raw_connect(PeerAddr => $hp, Timeout => 10)
         or die "connect $hp: $!";
     print $sock "GET /v1/functions/x?token=$raw_secret HTTP/1.1\r\n"
         . "Host: localhost\r\nno colon here\r\n\r\n";

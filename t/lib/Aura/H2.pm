@@ -5,7 +5,7 @@
 # AURA_TEST_PROTO=h2 or h2c (build/test, build/run-suite) Aura::Test
 # makes this class LWP's implementor of http: URLs, and every request of
 # a test goes out as an HTTP/2 stream (Protocol::HTTP2, Debian's
-# libprotocol-http2-perl), one connection per request as LWP's own:
+# libprotocol-http2-perl):
 #
 #   h2   TLS, HTTP/2 chosen by ALPN (refused unless the server picks
 #        h2), the server's certificate checked against the run's CA
@@ -18,7 +18,8 @@
 # with the version in Client-HTTP-Version ("2": Apache::TestRequest
 # refuses a response whose protocol is not HTTP/1.x), its body handed to
 # LWP's collect() as it arrives, so that a test reading a stream reads
-# it as it comes and may stop it.  Not curl: Debian 12's curl 7.88
+# it as it comes and may stop it.  One connection per server and
+# process, kept between requests.  Not curl: Debian 12's curl 7.88
 # drops a complete response when the server resets the stream with
 # NO_ERROR after it (RFC 9113 8.1: a server answering before the
 # request body is read), which mod_http2 does for every early refusal.
@@ -108,6 +109,70 @@ sub ours {
     return $ours{$port};
 }
 
+# One HTTP/2 connection per server and process, kept for the next
+# request as LWP keeps its HTTP/1.1 connections (a TLS handshake per
+# request would cap a test's load far below its HTTP/1.1 pass); a forked
+# child (Aura::Load) makes its own.  A connection the server closed or
+# said GOAWAY on is dropped before reuse; a request that fails on a
+# connection is not sent again.
+my %pool;
+
+sub readable {
+    my ($c, $secs) = @_;
+    return 1 if $c->{sock}->can('pending') && $c->{sock}->pending;
+    return scalar $c->{sel}->can_read($secs);
+}
+
+sub usable {
+    my ($c) = @_;
+    return 0 if $c->{pid} != $$ || $c->{dead};
+    while (readable($c, 0)) {
+        my $n = sysread($c->{sock}, my $buf, 65536);
+        return 0 unless $n;
+        $c->{client}->feed($buf);
+    }
+    return !$c->{dead} && !$c->{client}{con}->goaway
+        && !$c->{client}{con}->shutdown;
+}
+
+sub connection {
+    my ($host, $port, $timeout) = @_;
+    my $key = "$host:$port";
+    my $c = $pool{$key};
+    if ($c && !usable($c)) {
+        close $c->{sock} if $c->{pid} == $$;
+        delete $pool{$key};
+        $c = undef;
+    }
+    return ($c) if $c;
+    my ($sock, $why) = h2_connect($host, $port, $timeout);
+    return (undef, $why) unless $sock;
+    $c = { pid => $$, sock => $sock, sel => IO::Select->new($sock),
+           key => $key };
+    $c->{client} = Protocol::HTTP2::Client->new(keepalive => 1,
+        on_error => sub { $c->{dead} = 1 });
+    $pool{$key} = $c;
+    return ($c);
+}
+
+# syswrite may write part of a buffer (TLS writes a record at a time).
+sub write_all {
+    my ($sock, $data) = @_;
+    my $off = 0;
+    while ($off < length $data) {
+        my $n = syswrite($sock, $data, length($data) - $off, $off);
+        return 0 unless $n;
+        $off += $n;
+    }
+    return 1;
+}
+
+sub drop {
+    my ($c) = @_;
+    close $c->{sock};
+    delete $pool{$c->{key}} if ($pool{$c->{key}} || 0) == $c;
+}
+
 sub request {
     my ($self, $req, $proxy, $arg, $size, $timeout) = @_;
     $timeout ||= 180;
@@ -117,8 +182,9 @@ sub request {
         return LWP::Protocol::http->new($self->{scheme}, $self->{ua})
             ->request($req, $proxy, $arg, $size, $timeout);
     }
-    my ($sock, $why) = h2_connect($uri->host, $uri->port, $timeout);
-    return failed("$PROTO: $why") unless $sock;
+    my ($c, $why) = connection($uri->host, $uri->port, $timeout);
+    return failed("$PROTO: $why") unless $c;
+    my $client = $c->{client};
 
     my @headers;
     my $authority = $req->header('Host') || $uri->host_port;
@@ -130,8 +196,6 @@ sub request {
     my $body = body_of($req);
     my ($head, $done, $reset) = (undef, 0, undef);
     my @pieces;
-    my $client = Protocol::HTTP2::Client->new(
-        on_error => sub { $reset //= "connection error $_[0]"; $done = 1 });
     $client->request(
         ':scheme' => $PROTO eq 'h2' ? 'https' : 'http',
         ':authority' => $authority,
@@ -145,20 +209,25 @@ sub request {
         on_done => sub { $done = 1 },
         on_error => sub { $reset = "stream reset, error $_[0]"; $done = 1 },
     );
-    my $sel = IO::Select->new($sock);
-    # Exchanges frames until $until is true, the stream ends or the
-    # connection idles for $timeout.
+    # Exchanges frames until $until is true, the stream ends, the
+    # connection fails or idles for $timeout.
     my $pump = sub {
         my ($until) = @_;
         while (!$until->() && !$done) {
             while (my $f = $client->next_frame) {
-                defined syswrite($sock, $f) or do { $done = 1; last };
+                write_all($c->{sock}, $f) or do { $c->{dead} = 1; last };
+            }
+            if ($c->{dead}) {
+                $reset //= 'connection error';
+                $done = 1;
+                last;
             }
             last if $until->() || $done;
-            my @r = $sel->can_read($timeout)
+            readable($c, $timeout)
                 or do { $reset //= 'timeout'; $done = 1; last };
-            my $n = sysread($sock, my $buf, 65536);
+            my $n = sysread($c->{sock}, my $buf, 65536);
             if (!$n) {
+                $c->{dead} = 1;
                 $reset //= 'connection closed' unless $head;
                 $done = 1;
                 last;
@@ -168,10 +237,9 @@ sub request {
     };
     $pump->(sub { defined $head });
     if (!$head) {
-        close $sock;
+        drop($c);
         return failed("$PROTO: no response: " . ($reset // 'none'));
     }
-    my %h;
     my $res;
     my @hv = @$head;
     my @fields;
@@ -184,7 +252,10 @@ sub request {
             push @fields, $k, $v;
         }
     }
-    return failed("$PROTO: no :status") unless $res;
+    if (!$res) {
+        drop($c);
+        return failed("$PROTO: no :status");
+    }
     $res->push_header(splice(@fields, 0, 2)) while @fields;
     $res->header('Client-HTTP-Version' => 2);
     $res->request($req);
@@ -195,7 +266,9 @@ sub request {
     });
     $res->header('Client-Aborted' => $reset)
         if defined $reset && $reset !~ /error 0$/;
-    close $sock;
+    # A stream the caller stopped reading (or that broke) takes its
+    # connection with it.
+    drop($c) if !$done || $c->{dead};
     return $res;
 }
 
