@@ -136,9 +136,9 @@ sub usable {
 }
 
 sub connection {
-    my ($host, $port, $timeout) = @_;
+    my ($host, $port, $timeout, $alone) = @_;
     my $key = "$host:$port";
-    my $c = $pool{$key};
+    my $c = $alone ? undef : $pool{$key};
     if ($c && !usable($c)) {
         close $c->{sock} if $c->{pid} == $$;
         delete $pool{$key};
@@ -151,7 +151,7 @@ sub connection {
            key => $key };
     $c->{client} = Protocol::HTTP2::Client->new(keepalive => 1,
         on_error => sub { $c->{dead} = 1 });
-    $pool{$key} = $c;
+    $pool{$key} = $c unless $alone;
     return ($c);
 }
 
@@ -182,17 +182,23 @@ sub request {
         return LWP::Protocol::http->new($self->{scheme}, $self->{ua})
             ->request($req, $proxy, $arg, $size, $timeout);
     }
-    my ($c, $why) = connection($uri->host, $uri->port, $timeout);
-    return failed("$PROTO: $why") unless $c;
-    my $client = $c->{client};
-
     my @headers;
+    my $alone = 0;
     my $authority = $req->header('Host') || $uri->host_port;
     $req->headers->scan(sub {
         my ($k, $v) = @_;
         return if $hop{lc $k} || $v =~ /[\r\n]/;
         push @headers, lc($k) => $v;
+        # A field larger than the HPACK table (4096): after one,
+        # Protocol::HTTP2 1.10's encoder and mod_http2's decoder no
+        # longer agree on the table (the server ends the connection with
+        # COMPRESSION_ERROR on a reused connection): such a request gets
+        # a connection of its own.
+        $alone = 1 if length($k) + length($v) + 32 > 4096;
     });
+    my ($c, $why) = connection($uri->host, $uri->port, $timeout, $alone);
+    return failed("$PROTO: $why") unless $c;
+    my $client = $c->{client};
     my $body = body_of($req);
     my ($head, $done, $reset) = (undef, 0, undef);
     my @pieces;
@@ -268,7 +274,7 @@ sub request {
         if defined $reset && $reset !~ /error 0$/;
     # A stream the caller stopped reading (or that broke) takes its
     # connection with it.
-    drop($c) if !$done || $c->{dead};
+    drop($c) if !$done || $c->{dead} || $alone;
     return $res;
 }
 
