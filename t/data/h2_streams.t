@@ -81,6 +81,16 @@ sub held_connection {
     return $s;
 }
 
+# A held connection the server kept (not closed by the cap at once).
+sub hold_one {
+    for (1 .. 20) {
+        my $s = held_connection();
+        return $s unless closed_at_once($s, 0.3);
+        close $s;
+    }
+    die 'no connection could be held';
+}
+
 # A connection for one exchange: nothing sent yet.
 sub new_connection {
     my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port",
@@ -102,12 +112,13 @@ sub closed_at_once {
 SKIP: {
     skip 'nghttp (nghttp2-client) is not installed', 5
         unless grep { -x "$_/nghttp" } split /:/, $ENV{PATH};
-    my @held = map { held_connection() } 1 .. 2;
+    my @held = map { hold_one() } 1 .. 2;
     my ($st, $conns) = nghttp_streams('/health', 100);
     is($conns, 1, 'nghttp: one connection');
     is(scalar(grep { $_ == 200 } @$st), 100,
        'cap 3, two connections held: all 100 streams of the third answered');
-    push @held, held_connection();
+    # (The connection nghttp closed may be counted a moment longer.)
+    push @held, hold_one();
     # The held ones are counted once a worker took them, a moment after
     # connect: a fourth is refused within a few tries.
     ok(wait_until(5, sub {
@@ -138,15 +149,18 @@ sub closed_at_once_quick {
     return !($n && $buf =~ m{^HTTP/1\.1 200});
 }
 
-my $n_plain = 0;
-for (1 .. 20) {
+# A connection the cap closes (the last ones may still be counted while
+# they linger) carried no request: it is not counted, and tried again.
+my ($n_plain, $tries) = (0, 0);
+while ($tries++ < 60) {
     my $s = new_connection();
     syswrite($s, "GET /v1/h2s/plain/x HTTP/1.1\r\nHost: x\r\n"
                  . "Connection: close\r\n\r\n");
     IO::Select->new($s)->can_read(5);
     sysread($s, my $buf, 64);
     close $s;
-    last if ($buf // '') =~ m{^HTTP/1\.1 429};
+    my ($code) = ($buf // '') =~ m{^HTTP/1\.1 (\d{3})} or next;
+    last if $code == 429;
     $n_plain++;
 }
 SKIP: {
@@ -155,7 +169,7 @@ SKIP: {
     my ($st) = nghttp_streams('/v1/h2s/streams/x', 100);
     is(scalar @$st, 100, '100 concurrent streams all answered');
     my $passed = grep { $_ != 429 } @$st;
-    ok($n_plain >= 5 && $n_plain < 20,
+    ok($n_plain >= 5 && $n_plain < 20 && $tries <= 60,
        "HTTP/1.1: $n_plain requests passed the twin zone");
     is($passed, $n_plain,
        "as many of the 100 streams passed ($passed); the rest were 429");
