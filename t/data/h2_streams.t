@@ -17,6 +17,8 @@
 #   authenticated, 400 from the raw path check in post_read_request)
 #   are problem+json with the request id, as on HTTP/1.1;
 # - a streamed reply arrives whole, byte for byte;
+# - the HTTP path's breaker takes every stream's verdict (two 503s open
+#   it, a failed probe reopens it, a good one closes it);
 # - a WebSocket over HTTP/2 (RFC 8441, H2WebSockets on) goes through the
 #   realtime route: authenticated, the gateway's headers on its 200,
 #   the tunnel echoes.
@@ -39,7 +41,7 @@ use Aura::Stream qw(pattern_ok);
 use Protocol::HTTP2::Client;
 use Protocol::HTTP2::Constants qw(:errors);
 
-plan tests => 29;
+plan tests => 35;
 
 my $port = Apache::Test::config()->{vhosts}{aura_h2s}{port}
     or die 'no aura_h2s vhost';
@@ -247,6 +249,39 @@ for my $c (
     is($res->code, 200, 'streamed reply over HTTP/2: 200');
     is(length($res->content), $n, "streamed reply: $n bytes");
     ok(pattern_ok($res->content, 0), 'streamed reply: byte for byte');
+}
+
+# --- the HTTP path's breaker hears every stream's answer ------------------
+
+# mod_http2 marks a stream's connection aborted once the client has the
+# answer, and mod_proxy then says DONE: the verdict must still be taken
+# (it was dropped: failures never counted, probes given back unjudged).
+{
+    my $state = sub {
+        my $res = h2('GET', '/health');
+        ((json_body($res) || {})->{breakers}{provisioner} || {})->{state}
+            // '';
+    };
+    my $from = error_log_size();
+    h2('GET', '/v1/h2s/brk/status/503', apikey => ANON_KEY) for 1 .. 2;
+    ok(wait_until(3, sub { $state->() eq 'open' }),
+       'HTTP path over HTTP/2: two 503s open the breaker');
+    # Refused (breaker-open) until the cooldown ends, then one probe.
+    my $probe;
+    ok(wait_until(3, sub {
+        $probe = h2('GET', '/v1/h2s/brk/status/503', apikey => ANON_KEY);
+        ((json_body($probe) || {})->{type} // '') ne '/problems/breaker-open'
+    }), 'after the cooldown a probe reaches the upstream');
+    is($probe->code, 503, 'the probe is answered 503');
+    ok(wait_until(3, sub { $state->() eq 'open' }),
+       'and the failed probe reopens it (judged, not given back)');
+    ok(wait_until(3, sub {
+        h2('GET', '/v1/h2s/brk/status/200', apikey => ANON_KEY)->code == 200
+    }) && wait_until(3, sub { $state->() eq 'closed' }),
+       'a good probe closes it');
+    my $log = error_log_since($from);
+    my $opened = () = $log =~ /AURA00090: breaker of service provisioner opened/g;
+    is($opened, 2, 'opened twice (AURA00090)');
 }
 
 # --- WebSocket over HTTP/2 (RFC 8441 extended CONNECT) --------------------
