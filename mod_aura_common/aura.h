@@ -41,6 +41,8 @@
  *   2026-12-03  2.2  aura_request_t.priv; aura_upstream_origin,
  *                    aura_upstream_budget replace the notes
  *                    AURA_NOTE_ORIGIN, AURA_NOTE_BUDGET (no longer set).
+ *   2026-12-03  2.3  aura_request_h2c: the access checks leave an
+ *                    Upgrade: h2c request to its HTTP/2 stream 1.
  */
 #ifndef AURA_H
 #define AURA_H
@@ -56,7 +58,7 @@
  */
 
 #define AURA_API_MAJOR 2
-#define AURA_API_MINOR 2
+#define AURA_API_MINOR 3
 
 /* The export trio, as mod_proxy.h, mod_dbd.h and mod_watchdog.h spell it.
  * The modules are built with -fvisibility=hidden: only what carries
@@ -196,6 +198,19 @@ AURA_DECLARE(int) aura_request_path_check(request_rec *r);
  * @return NULL when no plane module claimed the request.
  */
 AURA_DECLARE(aura_request_t *) aura_request_get(request_rec *r);
+
+/**
+ * Whether httpd is about to turn this HTTP/1.1 request into stream 1 of
+ * an HTTP/2 connection (Upgrade: h2c that mod_http2 takes): the stream
+ * goes through every hook again, credentials and all, so the plane's
+ * access checks must leave this one alone and let the stream be
+ * authenticated and counted, once (docs/http2.md).  Call from
+ * access_checker_ex; decided once per request.  Should httpd not switch
+ * after all, the request is refused (500) before any handler serves it.
+ * @param r the request (aura_request_begin() already called)
+ * @return 1 to skip the policy, 0 otherwise
+ */
+AURA_DECLARE(int) aura_request_h2c(request_rec *r);
 
 /**
  * Claim a request whose Location names a service (AuraService): from

@@ -17,6 +17,7 @@
 #include "core/aura_reqid.h"
 #include "http/aura_accesslog.h"
 #include "http/aura_dbrouter.h"
+#include "http/aura_h2c.h"
 #include "http/aura_headers.h"
 #include "http/aura_headers_conf.h"
 #include "http/aura_health.h"
@@ -216,6 +217,8 @@ static void aura_register_hooks(apr_pool_t *p)
                             log_config, APR_HOOK_REALLY_FIRST);
     aura_problem_register();
     aura_headers_register();
+    /* Right after core's upgrade handler (aura_h2c.c). */
+    aura_h2c_register();
     /* The reply inboxes live on the child's NATS connection. */
     aura_inbox_register();
     aura_keystore_register();

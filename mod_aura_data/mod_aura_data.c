@@ -247,6 +247,11 @@ static int data_check_access(request_rec *r)
         || !ap_is_initial_req(r)) {
         return DECLINED;
     }
+    /* An Upgrade: h2c request is checked as its HTTP/2 stream 1, with
+     * the credentials this check would have removed (aura.h). */
+    if (aura_request_h2c(r)) {
+        return DECLINED;
+    }
     /* Per address first, public routes included: a flood is turned
      * away before any key lookup or signature check. */
     rc = aura_limit_ip(r);

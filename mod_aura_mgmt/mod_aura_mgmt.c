@@ -97,6 +97,11 @@ static int mgmt_check_access(request_rec *r)
         || !ap_is_initial_req(r)) {
         return DECLINED;
     }
+    /* An Upgrade: h2c request is checked as its HTTP/2 stream 1, with
+     * the credentials this check would have removed (aura.h). */
+    if (aura_request_h2c(r)) {
+        return DECLINED;
+    }
     rc = aura_limit_ip(r);
     if (rc != OK || aura_route_public(r)) {
         return rc == OK ? DECLINED : rc;

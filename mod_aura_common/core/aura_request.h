@@ -57,6 +57,10 @@ typedef struct aura_request_private_t {
      *  search on every request. */
     struct aura_breaker_hold_t *http_hold;
     struct aura_cap_hold_t *http_slot;
+    /** Whether httpd hands this HTTP/1.1 request over to HTTP/2 as
+     *  stream 1 (aura_h2c.c), decided once for the request_rec h2c_of. */
+    const request_rec *h2c_of;
+    int h2c;
 } aura_request_private_t;
 
 /** A new state for r, set in its request_config; never NULL. */

@@ -311,6 +311,10 @@ int aura_log_transaction(request_rec *r)
     if (!rq) {
         return DECLINED;
     }
+    /* The 101 of an Upgrade: h2c is counted as its stream 1, once. */
+    if (rq->priv->h2c_of == r && rq->priv->h2c) {
+        return DECLINED;
+    }
     /* The metrics count what the access log logs: once per request. */
     aura_shm_record(rq->plane, aura_dir_conf(r)->service, r->status,
                     apr_time_now() - rq->start);

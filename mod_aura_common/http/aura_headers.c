@@ -380,9 +380,12 @@ void aura_headers_arm_upgrade(request_rec *r)
     const char *lines;
     apr_size_t i;
 
-    /* Once per request (mod_proxy may try several times); HTTP/1.1 only:
-     * HTTP/2 carries no Upgrade. */
-    if (!rq || c->master || r->proto_num != HTTP_VERSION(1, 1)
+    /* Once per request (mod_proxy may try several times).  HTTP/1.1,
+     * or an HTTP/2 stream: mod_http2 (H2WebSockets on) turns an RFC 8441
+     * extended CONNECT into an HTTP/1.1 upgrade on the stream's
+     * secondary connection, and turns the 101 head that goes through
+     * this filter there into the stream's 200 (docs/http2.md). */
+    if (!rq || (!c->master && r->proto_num != HTTP_VERSION(1, 1))
         || p->upgrade_armed_for == r) {
         return;
     }

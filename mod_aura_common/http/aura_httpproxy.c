@@ -314,6 +314,15 @@ static int request_status(int *status, request_rec *r)
         else if (!r->connection->aborted) {
             aura_breaker_verdict(hold, 0);
         }
+        else if (r->eos_sent) {
+            /* The whole answer went down the filters (EOS passed) before
+             * the connection was seen aborted: on HTTP/2 mod_http2 marks
+             * the stream's connection so once the client has it, and
+             * mod_proxy then says DONE.  The upstream answered: its
+             * status is the verdict, or a probe is given back unjudged
+             * and failures are never counted. */
+            aura_breaker_verdict(hold, aura_breaker_status_ok(r->status));
+        }
         break;
     case HTTP_BAD_GATEWAY:
         aura_breaker_verdict(hold, 0);

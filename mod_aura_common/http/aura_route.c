@@ -180,7 +180,10 @@ int aura_route_fixups(request_rec *r)
     aura_request_private_t *p = aura_request_private(r);
     int rc;
 
-    if (!ap_is_initial_req(r) || !p || p->route.r != r) {
+    /* An Upgrade: h2c request leaves all of it to its stream 1
+     * (aura_h2c.c): no breaker hold, no cap slot for the 101. */
+    if (!ap_is_initial_req(r) || !p || p->route.r != r
+        || (p->h2c_of == r && p->h2c)) {
         return DECLINED;
     }
     rc = route_db(r, &p->route);

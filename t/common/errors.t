@@ -15,7 +15,7 @@ use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET POST);
 use IO::Socket::INET;
 use Aura::Test qw(default_console exec_count new_reqid problem_ok error_log_size
-                  error_log_since);
+                  error_log_since raw_connect);
 
 plan tests => 4 * 4 + 1 + 4 + 6 + 5 + 4 + 3 + 4;
 
@@ -53,8 +53,8 @@ like(error_log_since($log_from), qr/AURA00021: no reply on aura\.functions/,
 # 413: a declared body above NATS's max payload (1 MiB by default) is
 # refused before a byte of it is read, and never reaches the service.
 $id = new_reqid('big');
-my $sock = IO::Socket::INET->new(PeerAddr => Apache::TestRequest::hostport(),
-                                 Timeout => 10) or die "connect: $!";
+my $sock = raw_connect(PeerAddr => Apache::TestRequest::hostport(),
+                       Timeout => 10) or die "connect: $!";
 print $sock "POST /v1/functions/big HTTP/1.1\r\nHost: localhost\r\n"
           . "X-Request-Id: $id\r\nContent-Length: 2097152\r\n"
           . "Content-Type: application/octet-stream\r\n\r\n";
@@ -75,8 +75,8 @@ is(exec_count($id), 0, '413: the service never saw it');
 
 # 413 for a chunked body that grows past the limit while it is read.
 $id = new_reqid('chunked');
-$sock = IO::Socket::INET->new(PeerAddr => Apache::TestRequest::hostport(),
-                              Timeout => 10) or die "connect: $!";
+$sock = raw_connect(PeerAddr => Apache::TestRequest::hostport(),
+                    Timeout => 10) or die "connect: $!";
 print $sock "POST /v1/functions/big HTTP/1.1\r\nHost: localhost\r\n"
           . "X-Request-Id: $id\r\nTransfer-Encoding: chunked\r\n"
           . "apikey: " . Aura::Test::ANON_KEY . "\r\n\r\n";

@@ -18,7 +18,7 @@ use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET POST);
 use Time::HiRes qw(time);
 use Aura::Test qw(mint console_token psql pg_stop pg_start new_reqid
-                  ANON_KEY);
+                  ANON_KEY raw_connect);
 
 my %TYPES = map { $_ => 1 } qw(invalid-request payload-too-large
     ip-rate-limit missing-key invalid-key key-not-allowed-in-query
@@ -122,8 +122,8 @@ plan tests => 9 * @stages + 1;
 
 # A declared 2 MiB body on a NATS route: refused before it is sent.
 sub big_body {
-    my $s = IO::Socket::INET->new(PeerAddr => Apache::TestRequest::hostport(),
-                                  Timeout => 10) or die "connect: $!";
+    my $s = raw_connect(PeerAddr => Apache::TestRequest::hostport(),
+                        Timeout => 10) or die "connect: $!";
     print $s "POST /v1/functions/x HTTP/1.1\r\nHost: localhost\r\n"
              . "apikey: " . ANON_KEY . "\r\nContent-Length: 2097152\r\n"
              . "Connection: close\r\n\r\n";

@@ -16,7 +16,7 @@ use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET);
 use HTTP::Request;
 use IO::Socket::INET;
-use Aura::Test qw(new_reqid exec_count);
+use Aura::Test qw(new_reqid exec_count raw_connect);
 
 plan tests => 11 + 5 * 6 + 5 + 3 + 3;
 
@@ -90,8 +90,8 @@ is($res->header('X-Content-Type-Options'), 'nosniff',
    'override: the others are kept');
 
 # A 413 refused before the body is read carries them too.
-my $sock = IO::Socket::INET->new(PeerAddr => Apache::TestRequest::hostport(),
-                                 Timeout => 10) or die "connect: $!";
+my $sock = raw_connect(PeerAddr => Apache::TestRequest::hostport(),
+                       Timeout => 10) or die "connect: $!";
 print $sock "POST /v1/functions/big HTTP/1.1\r\nHost: localhost\r\n"
           . "apikey: $ANON\r\nContent-Length: 2097152\r\n\r\n";
 my $head = '';

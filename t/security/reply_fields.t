@@ -16,7 +16,7 @@ use lib "$FindBin::Bin/../lib";
 use Test::More import => ['!plan'];
 use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET);
-use Aura::Test qw(default_console new_reqid problem_ok error_log_size
+use Aura::Test qw(default_console new_reqid problem_ok proto error_log_size
                   error_log_since exec_count);
 
 plan tests => 3 * (4 + 2) + 1 + 2;
@@ -48,8 +48,15 @@ like(error_log_since($log_from),
 # A value with a control character cannot travel in an HTTP request
 # header to the example service (httpd refuses it with 400), so it is
 # covered by t/unit/test_envelope.c; here, what stays allowed.
-my $res = GET('/v1/functions/m',
-              'X-Example-Reply-Header' => "X-Odd!#\$%&'*+.^`|~: a\tb \xe9");
-is($res->code, 200, 'token punctuation, a tab and obs-text: 200');
-is($res->header("X-Odd!#\$%&'*+.^`|~"), "a\tb \xe9",
-   'that header crosses as it was sent');
+SKIP: {
+    # The HTTP/2 passes' client (Protocol::HTTP2 1.10) refuses the tchars
+    # '.', '|' and '~' in a header name and mangles obs-text; nghttp
+    # shows the gateway passes both on HTTP/2 as on HTTP/1.1.
+    skip 'the HTTP/2 test client cannot carry this header', 2
+        unless proto() eq 'h1';
+    my $res = GET('/v1/functions/m',
+                  'X-Example-Reply-Header' => "X-Odd!#\$%&'*+.^`|~: a\tb \xe9");
+    is($res->code, 200, 'token punctuation, a tab and obs-text: 200');
+    is($res->header("X-Odd!#\$%&'*+.^`|~"), "a\tb \xe9",
+       'that header crosses as it was sent');
+}

@@ -21,7 +21,8 @@ use Apache::TestUtil qw(t_cmp);
 our @EXPORT_OK = qw(aura_module private_httpd free_port free_ports default_key ANON_KEY mint console_token default_console exec_count new_reqid wait_until problem_ok natsreq
                     nats_stop nats_start t_dir json_body error_log_since
                     error_log_size psql pg_stop pg_start
-                    redis_cli redis_stop redis_start pid_alive);
+                    redis_cli redis_stop redis_start pid_alive proto
+                    raw_connect);
 
 sub t_dir { Apache::Test::vars('t_dir') }
 
@@ -34,6 +35,37 @@ sub aura_module {
     return "$ENV{AURA_TEST_MODULES}/mod_aura_$name.so"
         if $ENV{AURA_TEST_MODULES};
     return t_dir() . "/../mod_aura_$name/mod_aura_$name.so";
+}
+
+# The transport of the pass (build/test): AURA_TEST_PROTO h1 (LWP's
+# HTTP/1.1, the default), h2 (TLS, ALPN) or h2c (prior knowledge): the
+# last two send every LWP request of the test as an HTTP/2 stream
+# (Aura::H2).
+sub proto { $ENV{AURA_TEST_PROTO} || 'h1' }
+if (proto() ne 'h1') {
+    die 'AURA_TEST_PROTO must be h1, h2 or h2c' unless proto() =~ /^h2c?$/;
+    require LWP::Protocol;
+    require Aura::H2;
+    LWP::Protocol::implementor('http', 'Aura::H2');
+}
+
+# A raw socket to the test server for a test that speaks HTTP/1.1 by
+# hand (IO::Socket::INET's arguments): in the h2 pass, whose test server
+# takes TLS only, the same HTTP/1.1 over TLS (ALPN http/1.1, the run's
+# CA); elsewhere a plain TCP socket, as before.
+sub raw_connect {
+    my (%o) = @_;
+    my ($port) = ($o{PeerAddr} // '') =~ /:(\d+)$/;
+    $port //= $o{PeerPort};
+    if (proto() eq 'h2' && $port && Aura::H2::ours($port)) {
+        require IO::Socket::SSL;
+        return IO::Socket::SSL->new(%o, SSL_alpn_protocols => ['http/1.1'],
+            SSL_ca_file => "$ENV{AURA_TEST_TLS_DIR}/ca.crt",
+            SSL_verifycn_name => 'localhost',
+            SSL_verifycn_scheme => 'http');
+    }
+    require IO::Socket::INET;
+    return IO::Socket::INET->new(%o);
 }
 
 # The seeded anon key of proj-a (t/conf/seed.sql).
