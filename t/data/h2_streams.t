@@ -177,6 +177,21 @@ SKIP: {
        "as many of the 100 streams passed ($passed); the rest were 429");
 }
 
+# Exchange frames between $client and socket $s until $until->() holds
+# or $secs pass.
+sub pump_frames {
+    my ($client, $s, $sel, $until, $secs) = @_;
+    my $deadline = time + $secs;
+    while (!$until->() && time < $deadline) {
+        while (my $f = $client->next_frame) { syswrite($s, $f) }
+        last if $until->();
+        next unless $sel->can_read(0.1);
+        my $n = sysread($s, my $buf, 65536) or last;
+        $client->feed($buf);
+    }
+    while (my $f = $client->next_frame) { syswrite($s, $f) }
+}
+
 # --- RST_STREAM: the client left ------------------------------------------
 
 {
@@ -185,18 +200,7 @@ SKIP: {
     my $sel = IO::Select->new($s);
     my ($done1, $status3);
     my $client = Protocol::HTTP2::Client->new(keepalive => 1);
-    my $pump = sub {
-        my ($until, $secs) = @_;
-        my $deadline = time + $secs;
-        while (!$until->() && time < $deadline) {
-            while (my $f = $client->next_frame) { syswrite($s, $f) }
-            last if $until->();
-            next unless $sel->can_read(0.1);
-            my $n = sysread($s, my $buf, 65536) or last;
-            $client->feed($buf);
-        }
-        while (my $f = $client->next_frame) { syswrite($s, $f) }
-    };
+    my $pump = sub { pump_frames($client, $s, $sel, @_) };
     $client->request(':scheme' => 'http', ':authority' => "127.0.0.1:$port",
         ':path' => '/v1/h2s/slow/x', ':method' => 'GET',
         headers => [ apikey => ANON_KEY, 'x-request-id' => $id,
@@ -308,18 +312,7 @@ sub ws_over_h2 {
     my $client = Protocol::HTTP2::Client->new(keepalive => 1);
     my $con = $client->{con};
     my ($head, $data, $reset) = (undef, '', undef);
-    my $pump = sub {
-        my ($until, $secs) = @_;
-        my $deadline = time + $secs;
-        while (!$until->() && time < $deadline) {
-            while (my $f = $client->next_frame) { syswrite($s, $f) }
-            last if $until->();
-            next unless $sel->can_read(0.1);
-            my $n = sysread($s, my $buf, 65536) or last;
-            $client->feed($buf);
-        }
-        while (my $f = $client->next_frame) { syswrite($s, $f) }
-    };
+    my $pump = sub { pump_frames($client, $s, $sel, @_) };
     $con->enqueue_raw($con->preface_encode);
     $con->enqueue(Protocol::HTTP2::Constants::SETTINGS, 0, 0, {});
     $con->preface(1);
