@@ -43,6 +43,8 @@
  *                    AURA_NOTE_ORIGIN, AURA_NOTE_BUDGET (no longer set).
  *   2026-12-03  2.3  aura_request_h2c: the access checks leave an
  *                    Upgrade: h2c request to its HTTP/2 stream 1.
+ *   2026-12-05  2.4  aura_client_prefix: the client address as the
+ *                    limiters count it, for the anonymous quota's id.
  */
 #ifndef AURA_H
 #define AURA_H
@@ -58,7 +60,7 @@
  */
 
 #define AURA_API_MAJOR 2
-#define AURA_API_MINOR 3
+#define AURA_API_MINOR 4
 
 /* The export trio, as mod_proxy.h, mod_dbd.h and mod_watchdog.h spell it.
  * The modules are built with -fvisibility=hidden: only what carries
@@ -399,6 +401,16 @@ AURA_DECLARE(int) aura_cors_preflight(request_rec *r);
  *         headers and the problem noted.
  */
 AURA_DECLARE(int) aura_limit_ip(request_rec *r);
+
+/**
+ * The client address as the limiters count it (r->useragent_addr, so
+ * mod_remoteip's client when it set one): "4:" and the IPv4 address in
+ * hex, or "6:" and the hex of an IPv6 address's leading
+ * AuraRateLimitIPv6Prefix bits; the same on every instance, so that a
+ * quota id built from it is shared through Redis.
+ * @return a string in r->pool
+ */
+AURA_DECLARE(const char *) aura_client_prefix(request_rec *r);
 
 /**
  * Stage 2: the authenticated actor's quota (AuraActorQuota, or the

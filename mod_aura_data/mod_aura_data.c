@@ -45,8 +45,14 @@ extern module AURA_DECLARE_DATA aura_data_module;
 /* The claim a user token names its project in (AuraTokenProjectClaim). */
 #define DATA_DEFAULT_PROJECT_CLAIM "aura_project"
 
+/* Whom an anonymous request's quota belongs to (AuraAnonQuotaPer). */
+#define DATA_ANON_UNSET   (-1)
+#define DATA_ANON_KEY     0      /* the key: every visitor shares it */
+#define DATA_ANON_ADDRESS 1      /* the key and the client's address */
+
 typedef struct {
     const char *project_claim;   /* a claim name, "off"; NULL = unset */
+    int anon_per;                /* DATA_ANON_*; unset: address */
 } data_dir_conf_t;
 
 typedef struct {
@@ -61,8 +67,11 @@ static const aura_cors_policy_t any_origin = { 1, NULL };
 
 static void *data_create_dir_conf(apr_pool_t *p, char *dir)
 {
+    data_dir_conf_t *d = apr_pcalloc(p, sizeof(*d));
+
     (void)dir;
-    return apr_pcalloc(p, sizeof(data_dir_conf_t));
+    d->anon_per = DATA_ANON_UNSET;
+    return d;
 }
 
 static void *data_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
@@ -72,6 +81,8 @@ static void *data_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
 
     d->project_claim = add->project_claim ? add->project_claim
                                           : base->project_claim;
+    d->anon_per = add->anon_per != DATA_ANON_UNSET ? add->anon_per
+                                                   : base->anon_per;
     return d;
 }
 
@@ -120,6 +131,24 @@ static const char *set_project_claim(cmd_parms *cmd, void *dirv,
     return NULL;
 }
 
+static const char *set_anon_per(cmd_parms *cmd, void *dirv,
+                                const char *arg)
+{
+    data_dir_conf_t *d = dirv;
+
+    if (!strcasecmp(arg, "address")) {
+        d->anon_per = DATA_ANON_ADDRESS;
+    }
+    else if (!strcasecmp(arg, "key")) {
+        d->anon_per = DATA_ANON_KEY;
+    }
+    else {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not address or key",
+                            cmd->cmd->name, arg);
+    }
+    return NULL;
+}
+
 static const char *set_audience(cmd_parms *cmd, void *dummy,
                                 const char *arg)
 {
@@ -162,6 +191,12 @@ static const command_rec data_cmds[] = {
                   RSRC_CONF | ACCESS_CONF,
                   "The claim a data-plane bearer token names the API "
                   "key's project in, or off"),
+    AP_INIT_TAKE1("AuraAnonQuotaPer", set_anon_per, NULL,
+                  RSRC_CONF | ACCESS_CONF,
+                  "Whether the actor quota of a request with the anon key "
+                  "and no user token is the client address's (address, "
+                  "the default) or the key's, shared by every visitor "
+                  "(key)"),
     { NULL }
 };
 
@@ -187,16 +222,33 @@ static const aura_token_policy_t *data_token_policy(request_rec *r)
 
 /* The actor quota's id: the actor within its project (a key, or a user
  * of the project's auth), so that one user of two projects has two
- * quotas; NULL when nothing authenticated. */
+ * quotas; NULL when nothing authenticated.
+ *
+ * A request with the anon key and no user token is a visitor of the
+ * tenant's public app: the key is in every copy of that app, so it
+ * names no one.  Counted per key alone, one visitor at a polite rate
+ * spends the quota of every other visitor, sign-in included.  So by
+ * default its actor is the key at the client's address (an IPv6 prefix):
+ * each address has the quota a user has, and takes nothing from the
+ * others (docs/rate-limits.md, "Anonymous visitors").  A service_role
+ * key is a server's secret: its quota stays the key's. */
 static const char *data_quota_id(request_rec *r)
 {
+    const data_dir_conf_t *d =
+        ap_get_module_config(r->per_dir_config, &aura_data_module);
     const aura_request_t *rq = aura_request_get(r);
+    const char *project;
 
     if (!rq || !rq->actor) {
         return NULL;
     }
-    return apr_pstrcat(r->pool, "d:", rq->project ? rq->project : "-", ":",
-                       rq->actor, NULL);
+    project = rq->project ? rq->project : "-";
+    if (d->anon_per != DATA_ANON_KEY && rq->role
+        && !strcmp(rq->role, "anon")) {
+        return apr_pstrcat(r->pool, "d:", project, ":", rq->actor, "@",
+                           aura_client_prefix(r), NULL);
+    }
+    return apr_pstrcat(r->pool, "d:", project, ":", rq->actor, NULL);
 }
 
 static int data_post_config(apr_pool_t *pconf, apr_pool_t *plog,

@@ -208,6 +208,9 @@ static void policy(request_rec *r)
         AURA_CTR_ACTOR_REDIS, "fallback", AURA_CTR_ACTOR_FALLBACK);
     ap_rprintf(r, "aura_actor_quota_decisions_total{by=\"lease\"} %"
                APR_UINT64_T_FMT "\n", aura_shm_counter(AURA_CTR_ACTOR_LEASE));
+    counter(r, "aura_anon_quota_rejections_total", "Anonymous requests "
+            "(the anon key, no user token) refused by the actor quota.", "",
+            aura_shm_counter(AURA_CTR_ANON_REJECTED));
     counter(r, "aura_redis_errors_total", "Failed Redis calls.", "",
             aura_shm_counter(AURA_CTR_REDIS_ERRORS));
     family(r, "aura_redis_fallback", "gauge",

@@ -6,6 +6,7 @@
 #define AURA_CONNLIMIT_H
 
 #include "aura.h"
+#include "limit/aura_addr.h"
 
 struct json_t;
 
@@ -19,10 +20,5 @@ const char *aura_set_conn_exempt(cmd_parms *cmd, void *dummy,
                                  const char *arg);
 const char *aura_set_max_reading(cmd_parms *cmd, void *dummy,
                                  const char *arg);
-/* The client address as key bytes: family, then the address (IPv4, an
- * IPv4-mapped IPv6 address as IPv4, IPv6 cut to v6_prefix bits); out
- * holds 17 bytes.  Returns the length. */
-apr_size_t aura_address_bytes(const apr_sockaddr_t *sa, int v6_prefix,
-                              unsigned char *out);
 
 #endif /* AURA_CONNLIMIT_H */

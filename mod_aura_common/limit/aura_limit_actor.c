@@ -54,6 +54,8 @@
 #define LEASE_MAX       100
 #define LEASE_TTL_NS    (1000 * NS_PER_MS)
 #define LEASE_SLOTS     256                     /* a power of two */
+/* An anonymous refusal is logged at most once per this many seconds. */
+#define ANON_LOG_INTERVAL 60
 /* Longest "d:<project>:<actor>" a quota key takes: room for the tag
  * ("lease", "actor"), the NULs and the quota's 16 bytes within
  * AURA_LIMITER_KEY_MAX. */
@@ -393,6 +395,35 @@ static void decide_local(request_rec *r, const char *id,
     out->retry_after_ms = res.admitted ? 0 : reset_ms;
 }
 
+/* An anonymous visitor refused (the anon key without a user token):
+ * counted apart, since with AuraAnonQuotaPer address a run of these is
+ * one address spending its own share, and with key, every visitor of a
+ * project locked out by whoever spent it; one line a minute names the
+ * latest, never a line per request. */
+static void anon_refused(request_rec *r, const char *id,
+                         const aura_quota_result_t *res,
+                         const aura_quota_t *q)
+{
+    volatile apr_uint64_t *last = aura_shm_flag(AURA_FLAG_ANON_LOGGED);
+    apr_uint64_t now = (apr_uint64_t)apr_time_sec(apr_time_now());
+    apr_uint64_t was;
+
+    aura_count(AURA_CTR_ANON_REJECTED);
+    if (!last) {
+        return;
+    }
+    was = apr_atomic_read64(last);
+    if ((was && now - was < ANON_LOG_INTERVAL)
+        || apr_atomic_cas64(last, now, was) != was) {
+        return;
+    }
+    ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, r, AURA_LOGNO(01422)
+                  "anonymous requests from %s refused: quota %s used up "
+                  "(%" APR_INT64_T_FMT " per %" APR_INT64_T_FMT " s; "
+                  "logged once a minute)", r->useragent_ip, id, res->limit,
+                  q->window_s);
+}
+
 AURA_DECLARE(int) aura_limit_actor(request_rec *r, const char *id)
 {
     aura_request_t *rq = aura_request_get(r);
@@ -428,6 +459,9 @@ AURA_DECLARE(int) aura_limit_actor(request_rec *r, const char *id)
         return OK;
     }
     aura_count(AURA_CTR_ACTOR_REJECTED);
+    if (rq->role && !strcmp(rq->role, "anon")) {
+        anon_refused(r, id, &res, q);
+    }
     ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(00084)
                   "actor %s over its quota of %" APR_INT64_T_FMT " per %"
                   APR_INT64_T_FMT " s", rq->actor, res.limit, q->window_s);

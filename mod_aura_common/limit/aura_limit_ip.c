@@ -21,6 +21,7 @@
  */
 #include "core/aura_module.h"
 #include "core/aura_config.h"
+#include "limit/aura_addr.h"
 #include "limit/aura_connlimit.h"
 #include "limit/aura_gcra.h"
 #include "limit/aura_gcra_table.h"
@@ -48,42 +49,6 @@ apr_status_t aura_ratelimit_post_config(apr_pool_t *pconf, server_rec *s)
      * changed it in place. */
     default_zone = APR_ARRAY_IDX(zones, 0, aura_zone_t *);
     return APR_SUCCESS;
-}
-
-/* The client's address as key bytes: family, then the address (IPv4,
- * an IPv4-mapped IPv6 address as IPv4, IPv6 cut to its prefix).  Also
- * the connection limit's (aura_connlimit.c). */
-apr_size_t aura_address_bytes(const apr_sockaddr_t *sa, int v6_prefix,
-                              unsigned char *out)
-{
-    if (!sa) {
-        out[0] = 0;
-        return 1;
-    }
-#if APR_HAVE_IPV6
-    if (sa->family == AF_INET6) {
-        const unsigned char *a = sa->sa.sin6.sin6_addr.s6_addr;
-        int i;
-
-        if (IN6_IS_ADDR_V4MAPPED(&sa->sa.sin6.sin6_addr)) {
-            out[0] = 4;
-            memcpy(out + 1, a + 12, 4);
-            return 5;
-        }
-        out[0] = 6;
-        for (i = 0; i < 16; i++) {
-            int keep = v6_prefix - 8 * i;
-
-            out[1 + i] = keep >= 8 ? a[i]
-                         : keep <= 0 ? 0
-                         : (unsigned char)(a[i] & (0xff << (8 - keep)));
-        }
-        return 17;
-    }
-#endif
-    out[0] = 4;
-    memcpy(out + 1, &sa->sa.sin.sin_addr, 4);
-    return 5;
 }
 
 /* Per table: a flood that fills one zone's table is logged (and
@@ -172,12 +137,21 @@ int aura_limit_refuse(request_rec *r, const char *type, const char *policy,
     return HTTP_TOO_MANY_REQUESTS;
 }
 
+AURA_DECLARE(const char *) aura_client_prefix(request_rec *r)
+{
+    char buf[AURA_ADDR_HEX_MAX];
+
+    return apr_pstrdup(r->pool, aura_address_hex(r->useragent_addr,
+                           aura_conf_ipv6_prefix(aura_server_conf(r->server)),
+                           buf));
+}
+
 AURA_DECLARE(int) aura_limit_ip(request_rec *r)
 {
     const aura_dir_conf_t *d = aura_dir_conf(r);
     const aura_zone_t *z = d->zone ? d->zone : default_zone;
     int prefix = aura_conf_ipv6_prefix(aura_server_conf(r->server));
-    unsigned char addr[17];
+    unsigned char addr[AURA_ADDR_BYTES_MAX];
     aura_limiter_slot_t *slots;
     aura_shm_table_t *t;
     aura_gcra_result_t res;
@@ -188,9 +162,7 @@ AURA_DECLARE(int) aura_limit_ip(request_rec *r)
         || !(t = aura_shm_table(z->table, &slots, &sets))) {
         return OK;
     }
-    n = aura_address_bytes(r->useragent_addr,
-                           prefix,
-                           addr);
+    n = aura_address_bytes(r->useragent_addr, prefix, addr);
     key = aura_limiter_key("ip", z->name, addr, n);
     switch (aura_limiter_take(slots, sets, key, &z->gcra, aura_clock_ns(),
                               &res)) {

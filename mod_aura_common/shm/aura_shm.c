@@ -279,7 +279,7 @@ static const char *const counter_names[AURA_CTR_COUNT] = {
     "breaker_half_opened", "breaker_closed", "actor_lease",
     "stream_ack_refused", "breaker_probe_recovered", "conn_refused",
     "conn_table_full", "conn_reclaimed", "conn_busy", "gone_before_send",
-    "gone_waiting", "late_replies"
+    "gone_waiting", "late_replies", "anon_rejected"
 };
 
 /* *off += n, 64-byte aligned, refused beyond AURA_SHM_MAX (so never

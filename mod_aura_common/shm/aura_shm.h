@@ -62,6 +62,7 @@ typedef enum {
     AURA_CTR_GONE_BEFORE_SEND, /* client gone before its request was sent */
     AURA_CTR_GONE_WAITING,     /* client gone while its reply was awaited */
     AURA_CTR_LATE_REPLIES,     /* replies dropped: their request was gone */
+    AURA_CTR_ANON_REJECTED,    /* 429 actor-quota of anonymous requests */
     AURA_CTR_COUNT
 } aura_counter_e;
 void aura_count(aura_counter_e c);
@@ -100,6 +101,7 @@ typedef enum {
     AURA_FLAG_RETRYING,        /* of which retries */
     AURA_FLAG_TARGETS_LOGGED,  /* second of the last "targets full" line */
     AURA_FLAG_CONNS_LOGGED,    /* second of the last "connections full" */
+    AURA_FLAG_ANON_LOGGED,     /* second of the last anonymous refusal line */
     AURA_FLAG_COUNT
 } aura_flag_e;
 volatile apr_uint64_t *aura_shm_flag(aura_flag_e f);

@@ -234,6 +234,7 @@ for my $s (@servers) {
     ok($down >= 2 && $back >= 2,
        "instance $s->{port}: down ($down) and back ($back) each outage")
         or diag(join("\n", grep { /AURA000[78]/ } split /\n/, $log));
-    like($log, qr/AURA01100: actor d:proj-mongo:key:\w+: \d+ requests admitted locally/,
+    # The anon key's quota is its clients' address's (AuraAnonQuotaPer).
+    like($log, qr/AURA01100: actor d:proj-mongo:key:\w+\@4:7f000001: \d+ requests admitted locally/,
          "instance $s->{port}: its local admissions handed over");
 }
