@@ -41,6 +41,7 @@
 #include "resilience/aura_breaker.h"
 #include "resilience/aura_bulkhead.h"
 #include "resilience/aura_gone.h"
+#include "resilience/aura_streams.h"
 #include "shm/aura_shm.h"
 
 #include "http_core.h"
@@ -273,8 +274,15 @@ int aura_http_fixups(request_rec *r, const aura_route_t *route)
     }
     p->http_hold = hold;
     /* A dedicated target counts against the db service's cap: the
-     * targets share its slots (docs/resilience.md). */
-    rc = aura_cap_enter(r, d->service, &slot);
+     * targets share its slots (docs/resilience.md).  A stream (any
+     * response of a streaming Location, a WebSocket tunnel) takes the
+     * long-lived budget instead (aura_streams.c). */
+    if (d->streaming == 1 || wants_websocket(r)) {
+        rc = aura_stream_enter(r, d->service, &slot);
+    }
+    else {
+        rc = aura_cap_enter(r, d->service, &slot);
+    }
     if (rc != OK) {
         return rc;
     }
@@ -407,7 +415,7 @@ static apr_status_t stream_out_filter(ap_filter_t *f, apr_bucket_brigade *bb)
 {
     stream_ctx_t *ctx = f->ctx;
     request_rec *r = f->r;
-    apr_interval_time_t max = aura_dir_conf(r)->stream_max;
+    apr_interval_time_t max = aura_stream_max_duration(aura_dir_conf(r));
 
     if (!ctx->answered) {
         aura_breaker_hold_t *hold = aura_request_private(r)->http_hold;
@@ -423,8 +431,7 @@ static apr_status_t stream_out_filter(ap_filter_t *f, apr_bucket_brigade *bb)
             ctx->sock = NULL;
         }
     }
-    if (max != AURA_UNSET && !ctx->cut
-        && apr_time_now() - r->request_time > max) {
+    if (!ctx->cut && apr_time_now() - r->request_time > max) {
         ctx->cut = 1;
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, AURA_LOGNO(00123)
                       "stream ended after %" APR_TIME_T_FMT " ms "
