@@ -188,6 +188,7 @@ void *aura_create_dir_conf(apr_pool_t *p, char *dir)
     d->stream_idle = AURA_UNSET;
     d->stream_first_byte = AURA_UNSET;
     d->stream_max = AURA_UNSET;
+    d->stream_after = AURA_UNSET;
     d->stream_ack_prefix = NULL;
     d->abandon_check = AURA_UNSET;
     d->max_in_flight = AURA_UNSET;
@@ -247,6 +248,7 @@ void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     d->stream_first_byte = merge_time(base->stream_first_byte,
                                       add->stream_first_byte);
     d->stream_max = merge_time(base->stream_max, add->stream_max);
+    d->stream_after = merge_time(base->stream_after, add->stream_after);
     d->stream_ack_prefix = merge_ptr(base->stream_ack_prefix,
                                      add->stream_ack_prefix);
     d->abandon_check = merge_int(base->abandon_check, add->abandon_check);

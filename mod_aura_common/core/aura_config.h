@@ -93,6 +93,7 @@ typedef struct {
     apr_interval_time_t stream_idle;        /* AuraStreamIdleTimeout */
     apr_interval_time_t stream_first_byte;  /* AuraStreamFirstByteTimeout */
     apr_interval_time_t stream_max;         /* AuraStreamMaxDuration */
+    apr_interval_time_t stream_after;       /* AuraStreamAfter */
     /* NATS streamed replies: where acknowledgements may go. */
     const char *stream_ack_prefix;          /* AuraStreamAckPrefix */
     int abandon_check;                /* AuraAbandonCheck, AURA_UNSET (on) */

@@ -460,7 +460,7 @@ int aura_stream_relay(request_rec *r, aura_inbox_t *inbox,
      * service's in-flight slot (aura_streams.c).  Refused, nothing is
      * out yet: the service is told to stop, and the client gets the
      * refusal instead of the service's status and headers. */
-    rc = aura_stream_convert(r, aura_dir_conf(r)->service, slot);
+    rc = aura_stream_convert(r, aura_dir_conf(r)->service, slot, 0);
     if (rc != OK) {
         cancel(&st);
         r->status_line = NULL;

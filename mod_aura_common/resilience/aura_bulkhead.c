@@ -407,12 +407,7 @@ void aura_cap_leave(aura_cap_hold_t *h)
     for (k = 0; k < h->taken; k++) {
         give_one(cap, h, k);
     }
-    if (h->rec) {
-        aura_stream_rec_t *recs = aura_shm_streams(&n);
-
-        aura_stream_release(recs, h->rec - 1, (apr_uint64_t)getpid());
-        h->rec = 0;
-    }
+    aura_cap_hold_drop_record(h);
 }
 
 aura_cap_hold_t *aura_cap_hold_make(request_rec *r)
@@ -470,6 +465,24 @@ void aura_cap_hold_give(aura_cap_hold_t *h, int i)
 void aura_cap_hold_set_record(aura_cap_hold_t *h, apr_uint64_t idx)
 {
     h->rec = idx + 1;
+}
+
+void aura_cap_hold_drop_record(aura_cap_hold_t *h)
+{
+    apr_uint64_t n;
+    aura_stream_rec_t *recs = aura_shm_streams(&n);
+
+    if (h && h->rec && recs) {
+        aura_stream_release(recs, h->rec - 1, (apr_uint64_t)getpid());
+    }
+    if (h) {
+        h->rec = 0;
+    }
+}
+
+int aura_cap_hold_done(const aura_cap_hold_t *h)
+{
+    return !h || h->done;
 }
 
 int aura_cap_hold_has(const aura_cap_hold_t *h, int i)

@@ -41,8 +41,12 @@ int aura_cap_hold_take(request_rec *r, aura_cap_hold_t *h, int i,
 /* Give counter i back now, if h holds it. */
 void aura_cap_hold_give(aura_cap_hold_t *h, int i);
 int aura_cap_hold_has(const aura_cap_hold_t *h, int i);
+/* Whether h was given back already (aura_cap_leave()). */
+int aura_cap_hold_done(const aura_cap_hold_t *h);
 /* Release stream record idx with the hold. */
 void aura_cap_hold_set_record(aura_cap_hold_t *h, apr_uint64_t idx);
+/* Release the hold's stream record now, if it has one. */
+void aura_cap_hold_drop_record(aura_cap_hold_t *h);
 /* The plane's slot into h: OK, or 503 service-saturated noted. */
 int aura_cap_enter_plane(request_rec *r, aura_cap_hold_t *h);
 /* Gives back what pid held if it is dead: whether anything came back. */

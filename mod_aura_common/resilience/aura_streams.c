@@ -35,9 +35,11 @@
  * (aura_stream.c): until then the request is a short one, and at begin
  * it converts (record and budget taken, then its service's in-flight
  * slot given back; refused, the stream is cancelled and the client gets
- * the 429 or 503 instead of the service's status).  A response that only
- * turns out to be slow (a large download to a slow reader) is not moved:
- * see docs/resilience.md, "What is knowingly not done".
+ * the 429 or 503 instead of the service's status).  A response of any
+ * other HTTP route that is still being sent AuraStreamAfter after its
+ * request arrived (a large download to a slow reader) converts the same
+ * way, from an output filter (aura_httpproxy.c): past its principal's
+ * cap it is ended there, past a budget it keeps its short slot.
  *
  * Everything is given back by aura_cap_leave() or r->pool's cleanup (the
  * hold of aura_bulkhead.c), and the counters and records of a killed
@@ -326,14 +328,18 @@ int aura_stream_enter(request_rec *r, int service, aura_cap_hold_t **out)
     return OK;
 }
 
-int aura_stream_convert(request_rec *r, int service, aura_cap_hold_t *h)
+int aura_stream_convert(request_rec *r, int service, aura_cap_hold_t *h,
+                        int late)
 {
     aura_cap_proc_t *procs;
     apr_uint64_t n;
     aura_cap_shm_t *cap = aura_shm_cap(&procs, &n);
     int rc;
 
-    if (!cap || !h || service < 0 || service >= AURA_SVC_COUNT) {
+    /* Nothing to convert once the request gave its slots back (what
+     * would be taken now would never be given back). */
+    if (!cap || aura_cap_hold_done(h) || service < 0
+        || service >= AURA_SVC_COUNT) {
         return OK;
     }
     rc = take_record(r, cap, h, service);
@@ -341,12 +347,17 @@ int aura_stream_convert(request_rec *r, int service, aura_cap_hold_t *h)
         rc = take_budget(r, cap, h, service);
     }
     if (rc != OK) {
-        /* What was taken goes back with the rest of h, by the caller. */
+        /* What this call took goes back now: the caller may go on with
+         * the short slots (a late conversion refused by a budget). */
+        aura_cap_hold_give(h, AURA_CAP_COUNTERS + aura_cap_plane_index(
+                                  aura_request_get(r)->plane));
+        aura_cap_hold_give(h, AURA_CAP_COUNTERS + service);
+        aura_cap_hold_drop_record(h);
         return rc;
     }
     /* From now on a stream: its short slot is for the short requests. */
     aura_cap_hold_give(h, service);
-    apr_atomic_inc64(&cap->converted);
+    apr_atomic_inc64(late ? &cap->late : &cap->converted);
     return OK;
 }
 
@@ -359,6 +370,23 @@ void aura_stream_count_cut(void)
     if (cap) {
         apr_atomic_inc64(&cap->cut);
     }
+}
+
+void aura_stream_count_late_cut(void)
+{
+    aura_cap_proc_t *procs;
+    apr_uint64_t n;
+    aura_cap_shm_t *cap = aura_shm_cap(&procs, &n);
+
+    if (cap) {
+        apr_atomic_inc64(&cap->late_cut);
+    }
+}
+
+apr_interval_time_t aura_stream_after(const aura_dir_conf_t *d)
+{
+    return d->stream_after != AURA_UNSET ? d->stream_after
+                                         : AURA_STREAM_AFTER_DEFAULT;
 }
 
 apr_interval_time_t aura_stream_max_duration(const aura_dir_conf_t *d)
@@ -375,8 +403,8 @@ static const char *const limit_names[] = { "", "address", "actor",
 /* /health with AuraHealthDetail On: "streams" {services, planes (open),
  * refused (503 stream-saturated by budget), limited (429 by cap, and
  * table_full), holders {by_address: prefix -> n, by_actor: keyed hash
- * -> n}, auto (the caps auto means), records, converted, cut,
- * reclaimed}.  Never a key: an actor is shown by its keyed hash. */
+ * -> n}, auto (the caps auto means), records, converted, cut, late,
+ * late_cut, reclaimed}.  Never a key: an actor is shown by its keyed hash. */
 void aura_stream_describe(json_t *obj)
 {
     aura_cap_proc_t *procs;
@@ -451,6 +479,10 @@ void aura_stream_describe(json_t *obj)
                         apr_atomic_read64(&cap->converted)));
     json_object_set_new(o, "cut", json_integer((json_int_t)
                         apr_atomic_read64(&cap->cut)));
+    json_object_set_new(o, "late", json_integer((json_int_t)
+                        apr_atomic_read64(&cap->late)));
+    json_object_set_new(o, "late_cut", json_integer((json_int_t)
+                        apr_atomic_read64(&cap->late_cut)));
     json_object_set_new(o, "reclaimed", json_integer((json_int_t)
                         apr_atomic_read64(&cap->recs_reclaimed)));
     json_object_set_new(obj, "streams", o);
@@ -502,9 +534,19 @@ void aura_stream_metrics(request_rec *r)
                "# HELP aura_streams_cut_total Streamed NATS replies ended "
                "at their maximum duration (AuraStreamMaxDuration).\n"
                "# TYPE aura_streams_cut_total counter\n"
-               "aura_streams_cut_total %" APR_UINT64_T_FMT "\n",
+               "aura_streams_cut_total %" APR_UINT64_T_FMT "\n"
+               "# HELP aura_streams_late_total HTTP responses still being "
+               "sent after AuraStreamAfter, moved to the long-lived "
+               "budget.\n# TYPE aura_streams_late_total counter\n"
+               "aura_streams_late_total %" APR_UINT64_T_FMT "\n"
+               "# HELP aura_streams_late_cut_total HTTP responses still "
+               "being sent after AuraStreamAfter whose address or actor "
+               "had its share of streams: ended.\n"
+               "# TYPE aura_streams_late_cut_total counter\n"
+               "aura_streams_late_cut_total %" APR_UINT64_T_FMT "\n",
                apr_atomic_read64(&cap->converted),
-               apr_atomic_read64(&cap->cut));
+               apr_atomic_read64(&cap->cut), apr_atomic_read64(&cap->late),
+               apr_atomic_read64(&cap->late_cut));
 }
 
 /* ---- directives -------------------------------------------------------- */

@@ -16,6 +16,8 @@ struct json_t;
 
 /* AuraStreamMaxDuration when a streaming Location does not set it. */
 #define AURA_STREAM_MAX_DEFAULT apr_time_from_sec(3600)
+/* AuraStreamAfter when the Location does not set it. */
+#define AURA_STREAM_AFTER_DEFAULT apr_time_from_sec(10)
 
 /* A request known to be long-lived before it is sent (a streaming
  * Location, a WebSocket upgrade): OK with *hold (NULL when there is no
@@ -23,9 +25,16 @@ struct json_t;
  * 503 service-saturated, noted with Retry-After. */
 int aura_stream_enter(request_rec *r, int service, aura_cap_hold_t **hold);
 /* A short request (hold from aura_cap_enter()) that turned out to be a
- * stream (Aura-Stream: begin): OK, its service's in-flight slot given
- * back; or the refusal's status, noted, hold unchanged. */
-int aura_stream_convert(request_rec *r, int service, aura_cap_hold_t *hold);
+ * stream (Aura-Stream: begin, or a response still being sent after
+ * AuraStreamAfter): OK, its service's in-flight slot given back; or the
+ * refusal's status (429 stream-limit, 503 stream-saturated), noted,
+ * and the hold as it was. */
+int aura_stream_convert(request_rec *r, int service, aura_cap_hold_t *hold,
+                        int late);
+/* AuraStreamAfter, else AURA_STREAM_AFTER_DEFAULT. */
+apr_interval_time_t aura_stream_after(const aura_dir_conf_t *d);
+/* A response cut because it could not become a stream (counted). */
+void aura_stream_count_late_cut(void);
 /* A stream ended at its maximum duration (counted). */
 void aura_stream_count_cut(void);
 /* The Location's maximum duration of a stream (AuraStreamMaxDuration,

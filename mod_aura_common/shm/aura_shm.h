@@ -199,6 +199,10 @@ typedef struct {
     volatile apr_uint64_t cut;         /* streams ended at their maximum
                                           duration (NATS routes) */
     volatile apr_uint64_t recs_reclaimed; /* stream records of the dead */
+    volatile apr_uint64_t late;        /* HTTP responses that became
+                                          streams after AuraStreamAfter */
+    volatile apr_uint64_t late_cut;    /* ... or were cut: their address
+                                          or actor had its share */
     apr_uint64_t recs_offset;          /* of the stream records */
     apr_uint64_t recs;                 /* their number */
 } aura_cap_shm_t;

@@ -50,7 +50,7 @@ use Aura::Test qw(ANON_KEY wait_until new_reqid error_log_size
 use Aura::Stream qw(read_chunked);
 use Aura::Upstream qw(upstream_stats upstream_log);
 
-plan tests => 48;
+plan tests => 55;
 
 Apache::TestRequest::module('aura_streams');
 my ($port) = Apache::TestRequest::hostport() =~ /:(\d+)$/;
@@ -246,6 +246,37 @@ ok(wait_until(15, sub {
 my $again = sse_stream('127.0.0.4', 3);
 is($again->{status}, 200, 'the refused address may open a stream now');
 close $again->{sock};
+
+# --- a response that turns out long-lived (AuraStreamAfter 1s) ----------
+# Three 4 s trickles (40 events 100 ms apart) on the storage route, which
+# does not stream, from one address (cap 2): each starts as a short
+# request; past 1 s two become streams, the third is ended there.
+my $late0 = health()->{streams};
+my @late = map { open_from('127.0.0.3', "/v1/storage/sse/40/100/$tag-late-$_") }
+           1 .. 3;
+is(join(',', map { $_->{status} } @late), '200,200,200',
+   'late: three trickles start as short requests');
+ok(wait_until(10, sub {
+    my $x = health()->{streams};
+    ($x->{late} // 0) - ($late0->{late} // 0) == 2
+        && ($x->{late_cut} // 0) - ($late0->{late_cut} // 0) == 1 }),
+   'late: past AuraStreamAfter two became streams, the third was cut '
+   . '(its address had its share)');
+my $lh = health();
+is($lh->{streams}{services}{storage}, 2,
+   'late: storage has 2 streams open');
+ok(wait_until(5, sub { health()->{in_flight}{services}{storage} == 0 }),
+   'late: and none of storage\'s in-flight slots');
+my @done = map { (read_chunked($_->{sock}, $_->{rest}, sub { }))[1] } @late;
+close $_->{sock} for @late;
+is(join(',', sort @done), '0,1,1',
+   'late: the two streams end normally, the cut one without its last '
+   . 'chunk');
+is(metric('aura_streams_late_total') - ($late0->{late} // 0), 2,
+   'late: counted in aura_streams_late_total');
+ok(wait_until(10, sub { (health()->{streams}{services}{storage} // -1)
+                        == 0 }),
+   'late: their slots are given back');
 
 # --- a maximum duration, enforced on a streamed NATS reply -------------
 $log_from = error_log_size();
