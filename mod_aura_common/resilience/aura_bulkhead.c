@@ -19,7 +19,10 @@
  *     other services of its plane room.
  *
  * Past either cap the answer is 503 service-saturated at once, with
- * Retry-After, and nothing is sent.  The counters are in the shared
+ * Retry-After, and nothing is sent.  A long-lived request (a stream)
+ * takes the plane's slot and, instead of its service's, the long-lived
+ * budget (aura_streams.c): its counters and records are kept here, in
+ * the same hold, so that they go back on the same paths.  The counters are in the shared
  * segment (all children of the instance count together), taken by
  * compare-and-swap below the cap (aura_cap.c), and given back by
  * aura_cap_leave() or the request pool's cleanup, on every exit path.
@@ -32,7 +35,10 @@
  * that exited (child_status hook, within about a second of the death),
  * and, as a backstop every ~10 s (monitor hook), of any record whose
  * process no longer exists.  Only the dead are reclaimed: a live
- * process's record is written by that process alone.
+ * process's record is written by that process alone.  A record counts
+ * the stream slots too (held[AURA_CAP_COUNTERS + i]), and the records
+ * of the open streams (aura_streamtab.h) carry their child's pid: a
+ * reclaim frees them with the rest.
  *
  * Lock-free throughout: atomics only, no mutex, no I/O while counting.
  */
@@ -70,7 +76,8 @@ static aura_cap_proc_t *my_record;     /* this child's, NULL: none */
  * a process record's held[] (in_flight[i] is i, streams[i] is
  * AURA_CAP_COUNTERS + i; -1 once given back early), and the record of
  * its stream (aura_streams.c), + 1, 0 for none. */
-#define HOLD_MAX 4
+#define HOLD_MAX 6                      /* plane, service, their streams'
+                                          budgets: 4, and room to spare */
 struct aura_cap_hold_t {
     int idx[HOLD_MAX];
     int taken;                         /* how many of them */
@@ -215,8 +222,9 @@ static void child_status(server_rec *s, pid_t pid, ap_generation_t gen,
 static int monitor(apr_pool_t *p, server_rec *s)
 {
     aura_cap_proc_t *procs;
-    apr_uint64_t n, i;
+    apr_uint64_t n, i, nrec = 0;
     aura_cap_shm_t *cap = aura_shm_cap(&procs, &n);
+    aura_stream_rec_t *recs;
 
     (void)p;
     for (i = 0; cap && i < n; i++) {
@@ -228,6 +236,17 @@ static int monitor(apr_pool_t *p, server_rec *s)
 
             if (got) {
                 log_reclaimed(s, owner, got, "found gone");
+            }
+        }
+    }
+    /* Stream records of a process without a process record. */
+    if (cap && (recs = aura_shm_streams(&nrec))) {
+        for (i = 0; i < nrec; i++) {
+            apr_uint64_t owner = apr_atomic_read64(&recs[i].owner)
+                                 & ~AURA_STREAM_CLAIMING;
+
+            if (owner && kill((pid_t)owner, 0) == -1 && errno == ESRCH) {
+                reclaim_streams(cap, owner);
             }
         }
     }
@@ -483,18 +502,6 @@ void aura_cap_hold_drop_record(aura_cap_hold_t *h)
 int aura_cap_hold_done(const aura_cap_hold_t *h)
 {
     return !h || h->done;
-}
-
-int aura_cap_hold_has(const aura_cap_hold_t *h, int i)
-{
-    int k;
-
-    for (k = 0; h && k < h->taken; k++) {
-        if (h->idx[k] == i) {
-            return 1;
-        }
-    }
-    return 0;
 }
 
 int aura_cap_reclaim_pid(server_rec *s, apr_uint64_t pid)

@@ -40,7 +40,6 @@ int aura_cap_hold_take(request_rec *r, aura_cap_hold_t *h, int i,
                        apr_uint64_t limit);
 /* Give counter i back now, if h holds it. */
 void aura_cap_hold_give(aura_cap_hold_t *h, int i);
-int aura_cap_hold_has(const aura_cap_hold_t *h, int i);
 /* Whether h was given back already (aura_cap_leave()). */
 int aura_cap_hold_done(const aura_cap_hold_t *h);
 /* Release stream record idx with the hold. */

@@ -50,7 +50,7 @@ use Aura::Test qw(ANON_KEY wait_until new_reqid error_log_size
 use Aura::Stream qw(read_chunked);
 use Aura::Upstream qw(upstream_stats upstream_log);
 
-plan tests => 55;
+plan tests => 60;
 
 Apache::TestRequest::module('aura_streams');
 my ($port) = Apache::TestRequest::hostport() =~ /:(\d+)$/;
@@ -277,6 +277,36 @@ is(metric('aura_streams_late_total') - ($late0->{late} // 0), 2,
 ok(wait_until(10, sub { (health()->{streams}{services}{storage} // -1)
                         == 0 }),
    'late: their slots are given back');
+
+# --- a child killed while it holds streams -----------------------------
+# No cleanup of its own runs: the parent gives back its stream slots and
+# its records (they carry its pid), with its other holdings.
+my $k0 = health()->{streams}{reclaimed} // 0;
+my @held = map { sse_stream('127.0.0.4', "k$_") } 1 .. 2;
+is(join(',', map { $_->{status} } @held), '200,200',
+   'kill: two streams open from .4');
+my $kids = health()->{in_flight}{children} // {};
+my @holders = grep { $kids->{$_} > 0 } keys %$kids;
+$log_from = error_log_size();
+kill 'KILL', @holders;
+close $_->{sock} for @held;
+ok(wait_until(15, sub {
+    my $x = health();
+    ($x->{streams}{services}{realtime} // -1) == 0
+        && ($x->{streams}{planes}{data} // -1) == 0
+        && ($x->{in_flight}{planes}{data} // -1) == 0
+        && !%{ $x->{streams}{by_address} // { x => 1 } }
+        && ($x->{streams}{reclaimed} // 0) - $k0 == 2 }),
+   'kill: the parent gave back the killed child\'s stream slots and its '
+   . 'two records (' . join(',', @holders) . ')');
+like(error_log_since($log_from), qr/AURA00702: child \d+ ended holding/,
+     'kill: AURA00702 says so');
+@held = map { sse_stream('127.0.0.4', "k2$_") } 1 .. 2;
+is(join(',', map { $_->{status} } @held), '200,200',
+   'kill: the address has its two streams again');
+close $_->{sock} for @held;
+ok(wait_until(10, sub { (health()->{streams}{services}{realtime} // -1)
+                        == 0 }), 'kill: closed, given back');
 
 # --- a maximum duration, enforced on a streamed NATS reply -------------
 $log_from = error_log_size();

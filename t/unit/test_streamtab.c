@@ -20,7 +20,10 @@
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 /* A sequence of claims and releases on a table of 8 records; each row
- * names the caller, its address and actor, and what must happen. */
+ * names the caller, its address and actor, and what must happen.
+ * Regression rows of issue #28 (point 2): one visitor with the anon key
+ * from several addresses gets its address's share from each, and no
+ * more than its actor's share in all. */
 static void test_caps(void **state)
 {
     static const struct {
@@ -32,10 +35,10 @@ static void test_caps(void **state)
     } rows[] = {
         { "a1 anon 1", 0, 100, 1, 7, 2, 3, AURA_STREAM_ADMITTED, 1 },
         { "a1 anon 2", 0, 100, 1, 7, 2, 3, AURA_STREAM_ADMITTED, 2 },
-        { "a1 anon 3: address cap", 0, 101, 1, 7, 2, 3,
+        { "#28: a1 anon 3, the address's cap", 0, 101, 1, 7, 2, 3,
           AURA_STREAM_OVER_ADDRESS, 3 },
         { "a2 anon 1", 0, 101, 2, 7, 2, 3, AURA_STREAM_ADMITTED, 1 },
-        { "a3 anon: actor cap", 0, 101, 3, 7, 2, 3,
+        { "#28: a3 anon, the actor's cap", 0, 101, 3, 7, 2, 3,
           AURA_STREAM_OVER_ACTOR, 4 },
         { "a3 another actor", 0, 101, 3, 8, 2, 3, AURA_STREAM_ADMITTED, 1 },
         { "a3 no actor (public)", 0, 101, 3, 0, 2, 3,
