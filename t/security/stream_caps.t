@@ -50,7 +50,7 @@ use Aura::Test qw(ANON_KEY wait_until new_reqid error_log_size
 use Aura::Stream qw(read_chunked);
 use Aura::Upstream qw(upstream_stats upstream_log);
 
-plan tests => 60;
+plan tests => 63;
 
 Apache::TestRequest::module('aura_streams');
 my ($port) = Apache::TestRequest::hostport() =~ /:(\d+)$/;
@@ -96,7 +96,7 @@ sub open_from {
     my ($status) = $head =~ m{^HTTP/1\.1 (\d{3}) };
     my $o = { sock => $s, status => $status, h => \%h, rest => $rest,
               addr => $addr, path => $path };
-    if ($status != 200) {
+    if ($status != 200 && $status != 101) {
         my $len = $h{'content-length'} // 0;
         while (length $rest < $len) {
             IO::Select->new($s)->can_read(10) or last;
@@ -248,11 +248,11 @@ is($again->{status}, 200, 'the refused address may open a stream now');
 close $again->{sock};
 
 # --- a response that turns out long-lived (AuraStreamAfter 1s) ----------
-# Three 4 s trickles (40 events 100 ms apart) on the storage route, which
+# Three 8 s trickles (40 events 200 ms apart) on the storage route, which
 # does not stream, from one address (cap 2): each starts as a short
 # request; past 1 s two become streams, the third is ended there.
 my $late0 = health()->{streams};
-my @late = map { open_from('127.0.0.3', "/v1/storage/sse/40/100/$tag-late-$_") }
+my @late = map { open_from('127.0.0.3', "/v1/storage/sse/40/200/$tag-late-$_") }
            1 .. 3;
 is(join(',', map { $_->{status} } @late), '200,200,200',
    'late: three trickles start as short requests');
@@ -277,6 +277,19 @@ is(metric('aura_streams_late_total') - ($late0->{late} // 0), 2,
 ok(wait_until(10, sub { (health()->{streams}{services}{storage} // -1)
                         == 0 }),
    'late: their slots are given back');
+
+# --- a WebSocket upgrade on a route that does not stream ----------------
+my $ws = open_from('127.0.0.2', '/v1/storage/ws', Upgrade => 'websocket',
+                   Connection => 'Upgrade', 'Sec-WebSocket-Version' => 13,
+                   'Sec-WebSocket-Key' => 'dGhlIHNhbXBsZSBub25jZQ==');
+is($ws->{status}, 101, 'websocket: a tunnel opens on storage');
+my $wh = health();
+ok(($wh->{streams}{services}{storage} // -1) == 1
+   && ($wh->{in_flight}{services}{storage} // -1) == 0,
+   'websocket: it is a stream of storage, not one of its in-flight slots');
+close $ws->{sock};
+ok(wait_until(10, sub { (health()->{streams}{services}{storage} // -1)
+                        == 0 }), 'websocket: closed, given back');
 
 # --- a child killed while it holds streams -----------------------------
 # No cleanup of its own runs: the parent gives back its stream slots and
