@@ -83,6 +83,7 @@ void *aura_create_server_conf(apr_pool_t *p, server_rec *s)
     c->target_entries = AURA_UNSET;
     c->metrics_token = NULL;
     c->plane_max_in_flight = AURA_UNSET;
+    c->stream_max_open = AURA_UNSET;
     c->max_conns = AURA_UNSET;
     c->max_reading = AURA_UNSET;
     c->conn_exempt = NULL;
@@ -156,6 +157,8 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     c->metrics_token = merge_ptr(base->metrics_token, add->metrics_token);
     c->plane_max_in_flight = merge_int(base->plane_max_in_flight,
                                        add->plane_max_in_flight);
+    c->stream_max_open = merge_int(base->stream_max_open,
+                                   add->stream_max_open);
     c->max_conns = merge_int(base->max_conns, add->max_conns);
     c->max_reading = merge_int(base->max_reading, add->max_reading);
     c->conn_exempt = (apr_array_header_t *)merge_ptr(base->conn_exempt,
@@ -185,9 +188,13 @@ void *aura_create_dir_conf(apr_pool_t *p, char *dir)
     d->stream_idle = AURA_UNSET;
     d->stream_first_byte = AURA_UNSET;
     d->stream_max = AURA_UNSET;
+    d->stream_after = AURA_UNSET;
     d->stream_ack_prefix = NULL;
     d->abandon_check = AURA_UNSET;
     d->max_in_flight = AURA_UNSET;
+    d->max_streams = AURA_UNSET;
+    d->stream_per_address = AURA_UNSET;
+    d->stream_per_actor = AURA_UNSET;
     return d;
 }
 
@@ -241,10 +248,16 @@ void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     d->stream_first_byte = merge_time(base->stream_first_byte,
                                       add->stream_first_byte);
     d->stream_max = merge_time(base->stream_max, add->stream_max);
+    d->stream_after = merge_time(base->stream_after, add->stream_after);
     d->stream_ack_prefix = merge_ptr(base->stream_ack_prefix,
                                      add->stream_ack_prefix);
     d->abandon_check = merge_int(base->abandon_check, add->abandon_check);
     d->max_in_flight = merge_int(base->max_in_flight, add->max_in_flight);
+    d->max_streams = merge_int(base->max_streams, add->max_streams);
+    d->stream_per_address = merge_int(base->stream_per_address,
+                                      add->stream_per_address);
+    d->stream_per_actor = merge_int(base->stream_per_actor,
+                                    add->stream_per_actor);
     return d;
 }
 

@@ -93,11 +93,17 @@ typedef struct {
     apr_interval_time_t stream_idle;        /* AuraStreamIdleTimeout */
     apr_interval_time_t stream_first_byte;  /* AuraStreamFirstByteTimeout */
     apr_interval_time_t stream_max;         /* AuraStreamMaxDuration */
+    apr_interval_time_t stream_after;       /* AuraStreamAfter */
     /* NATS streamed replies: where acknowledgements may go. */
     const char *stream_ack_prefix;          /* AuraStreamAckPrefix */
     int abandon_check;                /* AuraAbandonCheck, AURA_UNSET (on) */
     int max_in_flight;                /* AuraServiceMaxInFlight (aura_cap.h
                                          encoding), AURA_UNSET */
+    /* The long-lived budget (aura_streams.c), aura_cap.h encoding,
+     * AURA_UNSET each: */
+    int max_streams;                  /* AuraServiceMaxStreams */
+    int stream_per_address;           /* AuraStreamMaxPerAddress */
+    int stream_per_actor;             /* AuraStreamMaxPerActor */
 } aura_dir_conf_t;
 
 
@@ -147,6 +153,8 @@ typedef struct {
     int target_entries;                    /* AuraTargetBreakerEntries */
     const char *metrics_token;             /* AuraMetricsTokenFile's */
     int plane_max_in_flight;               /* AuraPlaneMaxInFlight
+                                              (aura_cap.h), AURA_UNSET */
+    int stream_max_open;                   /* AuraStreamMaxOpen
                                               (aura_cap.h), AURA_UNSET */
     /* Connections per address (aura_connlimit.c), read from the
      * listener's VirtualHost (c->base_server). */

@@ -13,14 +13,14 @@ static const aura_plane_info_t planes[] = {
     /* No plane: never counted (only the requests a plane module took in
      * are), index 0 only keeps any index in range; no connection cap,
      * so loading mod_aura_common changes nothing for other sites. */
-    { AURA_PLANE_NONE, "none", 0, NULL, NULL, 0, 0, 0 },
+    { AURA_PLANE_NONE, "none", 0, NULL, NULL, 0, 0, 0, 0 },
     /* The public plane: both connection caps on by default. */
     { AURA_PLANE_DATA, "data", 0, "mod_aura_data.c", "mod_aura_data",
-      AURA_CAP_AUTO_DATA_PCT, 1, 1 },
+      AURA_CAP_AUTO_DATA_PCT, 1, 1, AURA_STREAM_AUTO_DATA_PCT },
     /* The console's plane: its clients are few and known; a cap on the
      * connections per address, none on reading ones. */
     { AURA_PLANE_MGMT, "management", 1, "mod_aura_mgmt.c", "mod_aura_mgmt",
-      AURA_CAP_AUTO_MGMT_PCT, 1, 0 }
+      AURA_CAP_AUTO_MGMT_PCT, 1, 0, AURA_STREAM_AUTO_MGMT_PCT }
 };
 
 #define PLANE_ROWS (sizeof(planes) / sizeof(planes[0]))

@@ -18,6 +18,10 @@
 /* AuraPlaneMaxInFlight auto: percentages of the instance's workers. */
 #define AURA_CAP_AUTO_DATA_PCT 70
 #define AURA_CAP_AUTO_MGMT_PCT 20
+/* AuraStreamMaxOpen auto: half of each plane's share, so that the
+ * plane's short requests always keep the other half (aura_streams.c). */
+#define AURA_STREAM_AUTO_DATA_PCT 35
+#define AURA_STREAM_AUTO_MGMT_PCT 10
 
 /** What mod_aura_common needs to know of one plane. */
 typedef struct {
@@ -38,6 +42,8 @@ typedef struct {
      *  default to auto on the plane's VirtualHost, 0: off. */
     int conns_auto;
     int reading_auto;
+    /** AuraStreamMaxOpen auto, in percent of the workers. */
+    int stream_auto_pct;
 } aura_plane_info_t;
 
 /**

@@ -16,6 +16,7 @@
 #include "nats/aura_nats.h"
 #include "resilience/aura_breaker.h"
 #include "resilience/aura_bulkhead.h"
+#include "resilience/aura_streams.h"
 #include "shm/aura_shm.h"
 
 #include "http_protocol.h"
@@ -77,6 +78,7 @@ static json_t *describe(request_rec *r, int connected)
         aura_breaker_describe(shm);
         json_object_set_new(o, "breakers", shm);
         aura_cap_describe(o);
+        aura_stream_describe(o);
         shm = json_object();
         aura_connlimit_describe(shm);
         json_object_set_new(o, "connections", shm);

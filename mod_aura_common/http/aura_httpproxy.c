@@ -41,6 +41,7 @@
 #include "resilience/aura_breaker.h"
 #include "resilience/aura_bulkhead.h"
 #include "resilience/aura_gone.h"
+#include "resilience/aura_streams.h"
 #include "shm/aura_shm.h"
 
 #include "http_core.h"
@@ -273,8 +274,15 @@ int aura_http_fixups(request_rec *r, const aura_route_t *route)
     }
     p->http_hold = hold;
     /* A dedicated target counts against the db service's cap: the
-     * targets share its slots (docs/resilience.md). */
-    rc = aura_cap_enter(r, d->service, &slot);
+     * targets share its slots (docs/resilience.md).  A stream (any
+     * response of a streaming Location, a WebSocket tunnel) takes the
+     * long-lived budget instead (aura_streams.c). */
+    if (d->streaming == 1 || wants_websocket(r)) {
+        rc = aura_stream_enter(r, d->service, &slot);
+    }
+    else {
+        rc = aura_cap_enter(r, d->service, &slot);
+    }
     if (rc != OK) {
         return rc;
     }
@@ -407,7 +415,7 @@ static apr_status_t stream_out_filter(ap_filter_t *f, apr_bucket_brigade *bb)
 {
     stream_ctx_t *ctx = f->ctx;
     request_rec *r = f->r;
-    apr_interval_time_t max = aura_dir_conf(r)->stream_max;
+    apr_interval_time_t max = aura_stream_max_duration(aura_dir_conf(r));
 
     if (!ctx->answered) {
         aura_breaker_hold_t *hold = aura_request_private(r)->http_hold;
@@ -423,8 +431,7 @@ static apr_status_t stream_out_filter(ap_filter_t *f, apr_bucket_brigade *bb)
             ctx->sock = NULL;
         }
     }
-    if (max != AURA_UNSET && !ctx->cut
-        && apr_time_now() - r->request_time > max) {
+    if (!ctx->cut && apr_time_now() - r->request_time > max) {
         ctx->cut = 1;
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, AURA_LOGNO(00123)
                       "stream ended after %" APR_TIME_T_FMT " ms "
@@ -438,11 +445,79 @@ static apr_status_t stream_out_filter(ap_filter_t *f, apr_bucket_brigade *bb)
     return ap_pass_brigade(f->next, bb);
 }
 
+/* ---- responses that turn out long-lived ------------------------------
+ * A response of a route without AuraStreaming On that is still being
+ * sent AuraStreamAfter (10 s by default) after its request arrived (a
+ * large download read slowly, a body that trickles) is a stream after
+ * all: this filter, at the first piece of the body past that time,
+ * moves it from its service's in-flight slot to the long-lived budget
+ * (aura_stream_convert()).  When its client's address or actor already
+ * has its share of streams, the response is ended there (its status is
+ * out: the body ends early and the connection closes), as a stream
+ * would have been refused: otherwise a few slow readers per address
+ * would hold the short slots again.  When a budget (shared with
+ * everyone's streams) is full instead, it keeps its short slot: a
+ * client is not cut for others' streams. */
+
+#define SLOW_FILTER "AURA_SLOW"
+
+typedef struct {
+    int decided;
+    int cut;
+} slow_ctx_t;
+
+static ap_filter_rec_t *slow_filter;
+
+static apr_status_t slow_out_filter(ap_filter_t *f, apr_bucket_brigade *bb)
+{
+    slow_ctx_t *ctx = f->ctx;
+    request_rec *r = f->r;
+    const aura_dir_conf_t *d = aura_dir_conf(r);
+    apr_interval_time_t after = aura_stream_after(d);
+
+    if (ctx->cut) {
+        apr_brigade_cleanup(bb);
+        return APR_ECONNABORTED;
+    }
+    if (!ctx->decided && apr_time_now() - r->request_time >= after) {
+        aura_cap_hold_t *slot = aura_request_private(r)->http_slot;
+
+        ctx->decided = 1;
+        if (aura_stream_convert(r, d->service, slot, 1)
+            == HTTP_TOO_MANY_REQUESTS) {
+            ctx->cut = 1;
+            aura_stream_count_late_cut();
+            ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(01604)
+                          "response ended: still being sent after %"
+                          APR_TIME_T_FMT " ms (AuraStreamAfter), and its "
+                          "client's address or actor has its share of "
+                          "streams", apr_time_as_msec(after));
+            r->connection->aborted = 1;
+            apr_brigade_cleanup(bb);
+            return APR_ECONNABORTED;
+        }
+    }
+    if (ctx->decided) {
+        ap_remove_output_filter(f);
+    }
+    return ap_pass_brigade(f->next, bb);
+}
+
 void aura_http_insert_filter(request_rec *r)
 {
     stream_ctx_t *ctx;
 
-    if (!ap_is_initial_req(r) || !streaming_route(r)) {
+    if (!ap_is_initial_req(r) || !is_ours(r)) {
+        return;
+    }
+    if (!streaming_route(r)) {
+        /* A tunnel took the long-lived budget at fixups already. */
+        if (!wants_websocket(r)) {
+            ap_add_output_filter_handle(slow_filter,
+                                        apr_pcalloc(r->pool,
+                                                    sizeof(slow_ctx_t)),
+                                        r, r->connection);
+        }
         return;
     }
     ctx = apr_pcalloc(r->pool, sizeof(*ctx));
@@ -461,4 +536,6 @@ void aura_http_register(void)
     stream_filter = ap_register_output_filter(STREAM_FILTER,
                                               stream_out_filter, NULL,
                                               AP_FTYPE_CONTENT_SET);
+    slow_filter = ap_register_output_filter(SLOW_FILTER, slow_out_filter,
+                                            NULL, AP_FTYPE_CONTENT_SET);
 }

@@ -67,8 +67,13 @@ const char *aura_set_abandon_check(cmd_parms *cmd, void *dirv, int on);
     AP_INIT_TAKE1("AuraStreamMaxDuration", aura_set_stream_time, \
                   (void *)APR_OFFSETOF(aura_dir_conf_t, stream_max), \
                   RSRC_CONF | ACCESS_CONF, \
-                  "Streaming HTTP routes: longest a streamed response may " \
-                  "last (not WebSocket tunnels)"), \
+                  "Streaming routes and streamed NATS replies: longest a " \
+                  "stream may last (not WebSocket tunnels)"), \
+    AP_INIT_TAKE1("AuraStreamAfter", aura_set_stream_time, \
+                  (void *)APR_OFFSETOF(aura_dir_conf_t, stream_after), \
+                  RSRC_CONF | ACCESS_CONF, \
+                  "HTTP routes: a response still being sent after this " \
+                  "long becomes a stream (the long-lived budget)"), \
     AP_INIT_TAKE1("AuraStreamAckPrefix", aura_set_stream_ack_prefix, NULL, \
                   RSRC_CONF | ACCESS_CONF, \
                   "Streamed NATS replies: the subject prefix under which " \

@@ -179,7 +179,8 @@ static int request_failed(request_rec *r, natsStatus s, const char *subject,
 }
 
 static int send_reply(request_rec *r, natsMsg *reply, aura_inbox_t *inbox,
-                      const char *subject, aura_breaker_hold_t *hold)
+                      const char *subject, aura_breaker_hold_t *hold,
+                      aura_cap_hold_t *slot)
 {
     aura_envelope_reply_t out;
     const apr_array_header_t *arr;
@@ -219,7 +220,7 @@ static int send_reply(request_rec *r, natsMsg *reply, aura_inbox_t *inbox,
     }
     if (mark == AURA_STREAM_BEGIN) {
         return aura_stream_relay(r, inbox, reply, out.body, out.body_len,
-                                 subject);
+                                 subject, slot);
     }
     bb = apr_brigade_create(r->pool, r->connection->bucket_alloc);
     if (out.body_len && !AP_STATUS_IS_HEADER_ONLY(out.status)) {
@@ -540,10 +541,11 @@ static int exchange(request_rec *r, const aura_dir_conf_t *d,
         return request_failed(r, s, d->upstream, limit);
     }
     /* Held while the reply is relayed: a stream keeps the service (and
-     * this worker) busy until it ends.  Given back when the handler
-     * returns, not with r->pool, which may outlive the worker while the
-     * MPM finishes writing to a slow client. */
-    rc = send_reply(r, reply, inbox, d->upstream, hold);
+     * this worker) busy until it ends, on the long-lived budget from its
+     * begin message on (aura_stream_relay()).  Given back when the
+     * handler returns, not with r->pool, which may outlive the worker
+     * while the MPM finishes writing to a slow client. */
+    rc = send_reply(r, reply, inbox, d->upstream, hold, slot);
     aura_cap_leave(slot);
     return rc;
 }

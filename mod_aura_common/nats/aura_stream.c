@@ -48,6 +48,7 @@
 #include "nats/aura_stream.h"
 #include "nats/aura_subject.h"
 #include "resilience/aura_gone.h"
+#include "resilience/aura_streams.h"
 #include "shm/aura_shm.h"
 #include "nats/aura_envelope.h"
 
@@ -299,6 +300,21 @@ static int wait_failed(stream_t *st, natsStatus s, apr_interval_time_t idle)
     return abort_stream(st);
 }
 
+/* The stream has lasted its maximum duration (AuraStreamMaxDuration, an
+ * hour unless the Location says otherwise): the gateway ends it as the
+ * HTTP path does (the client sees the body end without its last chunk;
+ * an EventSource reconnects), and the service is told to stop. */
+static int cut_stream(stream_t *st, apr_interval_time_t max)
+{
+    aura_stream_count_cut();
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, st->r, AURA_LOGNO(01600)
+                  "stream on %s ended after %" APR_OFF_T_FMT " bytes: its "
+                  "maximum duration of %" APR_TIME_T_FMT " ms is over "
+                  "(AuraStreamMaxDuration)", st->subject, st->bytes,
+                  apr_time_as_msec(max));
+    return abort_stream(st);
+}
+
 /* Checks one message after begin; returns 1 when it is the last one,
  * 0 for a middle one, -1 when the stream must abort (logged). */
 static int check_message(stream_t *st, natsMsg *m, apr_int64_t expected)
@@ -342,14 +358,21 @@ static int check_message(stream_t *st, natsMsg *m, apr_int64_t expected)
 static int relay_rest(stream_t *st, apr_interval_time_t idle, natsStatus s)
 {
     request_rec *r = st->r;
+    apr_interval_time_t max = aura_stream_max_duration(aura_dir_conf(r));
+    apr_time_t end = r->request_time + max;
     apr_int64_t expected;
     apr_status_t rv;
 
     for (expected = 1; s == NATS_OK; expected++) {
+        apr_time_t now = apr_time_now();
         natsMsg *m = NULL;
         int last, gone = 0;
 
-        s = aura_inbox_next_unless_gone(r, st->inbox, apr_time_now() + idle,
+        if (now >= end) {
+            return cut_stream(st, max);
+        }
+        s = aura_inbox_next_unless_gone(r, st->inbox, now + idle < end
+                                                      ? now + idle : end,
                                         &m, &gone);
         if (gone) {
             /* Between two messages of a slow stream: cancelled now, not
@@ -357,6 +380,9 @@ static int relay_rest(stream_t *st, apr_interval_time_t idle, natsStatus s)
             r->connection->aborted = 1;
             aura_count(AURA_CTR_GONE_WAITING);
             return client_gone(st, APR_ECONNABORTED);
+        }
+        if (s == NATS_TIMEOUT && apr_time_now() >= end) {
+            return cut_stream(st, max);
         }
         if (s != NATS_OK) {
             return wait_failed(st, s, idle);
@@ -396,11 +422,13 @@ static int relay_rest(stream_t *st, apr_interval_time_t idle, natsStatus s)
 
 int aura_stream_relay(request_rec *r, aura_inbox_t *inbox,
                       struct __natsMsg *begin, const char *body,
-                      apr_size_t body_len, const char *subject)
+                      apr_size_t body_len, const char *subject,
+                      aura_cap_hold_t *slot)
 {
     apr_interval_time_t idle = aura_route_timeout(aura_dir_conf(r));
     apr_status_t rv;
     stream_t st;
+    int rc;
 
     memset(&st, 0, sizeof(st));
     st.r = r;
@@ -427,6 +455,17 @@ int aura_stream_relay(request_rec *r, aura_inbox_t *inbox,
                       "(HEAD, 204 or 304); stream cancelled", subject);
         (void)pass(&st, NULL, 0, 1);
         return OK;
+    }
+    /* A stream from now on: the long-lived budget instead of the
+     * service's in-flight slot (aura_streams.c).  Refused, nothing is
+     * out yet: the service is told to stop, and the client gets the
+     * refusal instead of the service's status and headers. */
+    rc = aura_stream_convert(r, aura_dir_conf(r)->service, slot, 0);
+    if (rc != OK) {
+        cancel(&st);
+        r->status_line = NULL;
+        apr_table_clear(r->headers_out);
+        return rc;
     }
     /* Headers now, with the begin message's bytes if any. */
     rv = pass(&st, body, body_len, 0);

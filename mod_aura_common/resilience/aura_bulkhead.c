@@ -19,7 +19,10 @@
  *     other services of its plane room.
  *
  * Past either cap the answer is 503 service-saturated at once, with
- * Retry-After, and nothing is sent.  The counters are in the shared
+ * Retry-After, and nothing is sent.  A long-lived request (a stream)
+ * takes the plane's slot and, instead of its service's, the long-lived
+ * budget (aura_streams.c): its counters and records are kept here, in
+ * the same hold, so that they go back on the same paths.  The counters are in the shared
  * segment (all children of the instance count together), taken by
  * compare-and-swap below the cap (aura_cap.c), and given back by
  * aura_cap_leave() or the request pool's cleanup, on every exit path.
@@ -32,7 +35,10 @@
  * that exited (child_status hook, within about a second of the death),
  * and, as a backstop every ~10 s (monitor hook), of any record whose
  * process no longer exists.  Only the dead are reclaimed: a live
- * process's record is written by that process alone.
+ * process's record is written by that process alone.  A record counts
+ * the stream slots too (held[AURA_CAP_COUNTERS + i]), and the records
+ * of the open streams (aura_streamtab.h) carry their child's pid: a
+ * reclaim frees them with the rest.
  *
  * Lock-free throughout: atomics only, no mutex, no I/O while counting.
  */
@@ -41,6 +47,7 @@
 #include "core/aura_plane.h"
 #include "resilience/aura_bulkhead.h"
 #include "resilience/aura_cap.h"
+#include "resilience/aura_streamtab.h"
 #include "shm/aura_shm.h"
 
 #include "http_protocol.h"
@@ -65,12 +72,25 @@
 static apr_uint64_t workers;           /* MaxRequestWorkers of the MPM */
 static aura_cap_proc_t *my_record;     /* this child's, NULL: none */
 
+/* What a request holds: up to HOLD_MAX counters, each by its index in
+ * a process record's held[] (in_flight[i] is i, streams[i] is
+ * AURA_CAP_COUNTERS + i; -1 once given back early), and the record of
+ * its stream (aura_streams.c), + 1, 0 for none. */
+#define HOLD_MAX 6                      /* plane, service, their streams'
+                                          budgets: 4, and room to spare */
 struct aura_cap_hold_t {
-    volatile apr_uint64_t *ctr[2];     /* the plane's, the service's */
-    int idx[2];
+    int idx[HOLD_MAX];
     int taken;                         /* how many of them */
     int done;
+    apr_uint64_t rec;
 };
+
+/* The counter of held index i. */
+static volatile apr_uint64_t *counter_at(aura_cap_shm_t *cap, int i)
+{
+    return i < AURA_CAP_COUNTERS ? &cap->in_flight[i]
+                                 : &cap->streams[i - AURA_CAP_COUNTERS];
+}
 
 static const char *counter_name(int idx)
 {
@@ -116,6 +136,24 @@ apr_status_t aura_cap_post_config(apr_pool_t *pconf, server_rec *s)
 
 /* Empties rec, which owner held, and frees it; the requests (service
  * slots) it held.  The RECLAIM mark makes one reclaimer the only one. */
+/* The records of the open streams of a dead owner (aura_streamtab.h):
+ * freed with its other holdings, and by the parent's hooks for a child
+ * that had no process record. */
+static apr_uint64_t reclaim_streams(aura_cap_shm_t *cap, apr_uint64_t owner)
+{
+    apr_uint64_t n = 0, got;
+    aura_stream_rec_t *recs = aura_shm_streams(&n);
+
+    if (!recs || !(got = aura_stream_reclaim(recs, n, owner))) {
+        return 0;
+    }
+    apr_atomic_add64(&cap->recs_reclaimed, got);
+    return got;
+}
+
+/* Empties rec, which owner held, and frees it; the requests (service
+ * slots, short and long-lived) it held.  The RECLAIM mark makes one
+ * reclaimer the only one. */
 static apr_uint64_t reclaim(aura_cap_shm_t *cap, aura_cap_proc_t *rec,
                             apr_uint64_t owner)
 {
@@ -126,14 +164,15 @@ static apr_uint64_t reclaim(aura_cap_shm_t *cap, aura_cap_proc_t *rec,
         != owner) {
         return 0;
     }
-    for (i = 0; i < AURA_CAP_COUNTERS; i++) {
+    for (i = 0; i < AURA_CAP_HELD; i++) {
         apr_uint64_t n = apr_atomic_xchg64(&rec->held[i], 0);
 
         if (n) {
-            n = aura_cap_give(&cap->in_flight[i], n);
-            requests += i < AURA_SVC_COUNT ? n : 0;
+            n = aura_cap_give(counter_at(cap, i), n);
+            requests += i % AURA_CAP_COUNTERS < AURA_SVC_COUNT ? n : 0;
         }
     }
+    reclaim_streams(cap, owner);
     apr_atomic_add64(&cap->reclaimed, requests);
     apr_atomic_set64(&rec->owner, 0);
     return requests;
@@ -171,6 +210,9 @@ static void child_status(server_rec *s, pid_t pid, ap_generation_t gen,
             }
         }
     }
+    /* A child without a process record (AURA00703) may still have
+     * stream records: it is reaped, they are stale. */
+    reclaim_streams(cap, (apr_uint64_t)pid);
 }
 
 /* The parent, every ~10 s: records of processes that no longer exist
@@ -180,8 +222,9 @@ static void child_status(server_rec *s, pid_t pid, ap_generation_t gen,
 static int monitor(apr_pool_t *p, server_rec *s)
 {
     aura_cap_proc_t *procs;
-    apr_uint64_t n, i;
+    apr_uint64_t n, i, nrec = 0;
     aura_cap_shm_t *cap = aura_shm_cap(&procs, &n);
+    aura_stream_rec_t *recs;
 
     (void)p;
     for (i = 0; cap && i < n; i++) {
@@ -193,6 +236,17 @@ static int monitor(apr_pool_t *p, server_rec *s)
 
             if (got) {
                 log_reclaimed(s, owner, got, "found gone");
+            }
+        }
+    }
+    /* Stream records of a process without a process record. */
+    if (cap && (recs = aura_shm_streams(&nrec))) {
+        for (i = 0; i < nrec; i++) {
+            apr_uint64_t owner = apr_atomic_read64(&recs[i].owner)
+                                 & ~AURA_STREAM_CLAIMING;
+
+            if (owner && kill((pid_t)owner, 0) == -1 && errno == ESRCH) {
+                reclaim_streams(cap, owner);
             }
         }
     }
@@ -265,7 +319,7 @@ static apr_status_t release_record(void *data)
     /* A child that exits with requests still counted (a hard stop does
      * not wait for them) keeps its record: the parent gives its slots
      * back once it has reaped it. */
-    for (i = 0; i < AURA_CAP_COUNTERS; i++) {
+    for (i = 0; i < AURA_CAP_HELD; i++) {
         if (apr_atomic_read64(&rec->held[i])) {
             return APR_SUCCESS;
         }
@@ -343,20 +397,142 @@ static apr_status_t hold_cleanup(void *data)
     return APR_SUCCESS;
 }
 
+/* Gives back what h holds of held index i, if it holds it. */
+static void give_one(aura_cap_shm_t *cap, aura_cap_hold_t *h, int k)
+{
+    int i = h->idx[k];
+
+    if (i < 0) {
+        return;
+    }
+    h->idx[k] = -1;
+    aura_cap_give(counter_at(cap, i), 1);
+    if (my_record) {
+        aura_cap_drop(&my_record->held[i]);
+    }
+}
+
 void aura_cap_leave(aura_cap_hold_t *h)
 {
-    int i;
+    aura_cap_proc_t *procs;
+    apr_uint64_t n;
+    aura_cap_shm_t *cap = aura_shm_cap(&procs, &n);
+    int k;
 
-    if (!h || h->done) {
+    if (!h || h->done || !cap) {
         return;
     }
     h->done = 1;
-    for (i = 0; i < h->taken; i++) {
-        aura_cap_give(h->ctr[i], 1);
+    for (k = 0; k < h->taken; k++) {
+        give_one(cap, h, k);
+    }
+    aura_cap_hold_drop_record(h);
+}
+
+aura_cap_hold_t *aura_cap_hold_make(request_rec *r)
+{
+    aura_cap_hold_t *h = apr_pcalloc(r->pool, sizeof(*h));
+
+    apr_pool_cleanup_register(r->pool, h, hold_cleanup,
+                              apr_pool_cleanup_null);
+    return h;
+}
+
+int aura_cap_hold_take(request_rec *r, aura_cap_hold_t *h, int i,
+                       apr_uint64_t limit)
+{
+    aura_cap_proc_t *procs;
+    apr_uint64_t n;
+    aura_cap_shm_t *cap = aura_shm_cap(&procs, &n);
+    volatile apr_uint64_t *c;
+
+    if (!cap || h->taken >= HOLD_MAX) {
+        return 1;
+    }
+    c = counter_at(cap, i);
+    /* The record first, the shared counter second (aura_cap_enter()). */
+    if (my_record) {
+        apr_atomic_inc64(&my_record->held[i]);
+    }
+    if (!aura_cap_take(c, limit)
+        && !(reclaim_dead(r->server, cap, procs, n, i)
+             && aura_cap_take(c, limit))) {
         if (my_record) {
-            aura_cap_drop(&my_record->held[h->idx[i]]);
+            aura_cap_drop(&my_record->held[i]);
+        }
+        return 0;
+    }
+    h->idx[h->taken++] = i;
+    return 1;
+}
+
+void aura_cap_hold_give(aura_cap_hold_t *h, int i)
+{
+    aura_cap_proc_t *procs;
+    apr_uint64_t n;
+    aura_cap_shm_t *cap = aura_shm_cap(&procs, &n);
+    int k;
+
+    for (k = 0; cap && h && k < h->taken; k++) {
+        if (h->idx[k] == i) {
+            give_one(cap, h, k);
+            return;
         }
     }
+}
+
+void aura_cap_hold_set_record(aura_cap_hold_t *h, apr_uint64_t idx)
+{
+    h->rec = idx + 1;
+}
+
+void aura_cap_hold_drop_record(aura_cap_hold_t *h)
+{
+    apr_uint64_t n;
+    aura_stream_rec_t *recs = aura_shm_streams(&n);
+
+    if (h && h->rec && recs) {
+        aura_stream_release(recs, h->rec - 1, (apr_uint64_t)getpid());
+    }
+    if (h) {
+        h->rec = 0;
+    }
+}
+
+int aura_cap_hold_done(const aura_cap_hold_t *h)
+{
+    return !h || h->done;
+}
+
+int aura_cap_reclaim_pid(server_rec *s, apr_uint64_t pid)
+{
+    aura_cap_proc_t *procs;
+    apr_uint64_t n, i, got = 0, recs = 0;
+    aura_cap_shm_t *cap = aura_shm_cap(&procs, &n);
+
+    if (!cap || pid == (apr_uint64_t)getpid() || !proc_dead(pid)) {
+        return 0;
+    }
+    for (i = 0; i < n; i++) {
+        if (apr_atomic_read64(&procs[i].owner) == pid) {
+            got += reclaim(cap, &procs[i], pid);
+        }
+    }
+    recs = reclaim_streams(cap, pid);
+    if (got) {
+        log_reclaimed(s, pid, got, "found dead at a refusal");
+    }
+    return got || recs;
+}
+
+apr_uint64_t aura_cap_workers(void)
+{
+    return workers;
+}
+
+int aura_cap_plane_index(aura_plane_e plane)
+{
+    return plane_index(plane);
 }
 
 /* Counts the refusal, logs it at most once per LOG_INTERVAL per cap
@@ -408,43 +584,40 @@ int aura_cap_enter(request_rec *r, int service, aura_cap_hold_t **out)
     pcap = plane_cap(r->server, rq->plane);
     scap = aura_cap_resolve(aura_dir_conf(r)->max_in_flight, workers,
                             AURA_CAP_AUTO_SERVICE_PCT);
-    h = apr_pcalloc(r->pool, sizeof(*h));
-    h->idx[0] = pidx;
-    h->ctr[0] = &cap->in_flight[pidx];
-    h->idx[1] = service;
-    h->ctr[1] = &cap->in_flight[service];
-    /* The record first, the shared counter second: a child killed in
-     * between leaves its record one too high, and the reclaim gives back
-     * one slot too many (one request admitted over the cap, once), never
-     * one slot lost for good. */
-    if (my_record) {
-        apr_atomic_inc64(&my_record->held[pidx]);
-    }
-    if (!aura_cap_take(h->ctr[0], pcap)
-        && !(reclaim_dead(r->server, cap, procs, n, pidx)
-             && aura_cap_take(h->ctr[0], pcap))) {
-        if (my_record) {
-            aura_cap_drop(&my_record->held[pidx]);
-        }
+    /* Given back by aura_cap_leave(), or the request pool's cleanup.
+     * Within aura_cap_hold_take(): the record first, the shared counter
+     * second: a child killed in between leaves its record one too high,
+     * and the reclaim gives back one slot too many (one request admitted
+     * over the cap, once), never one slot lost for good. */
+    h = aura_cap_hold_make(r);
+    if (!aura_cap_hold_take(r, h, pidx, pcap)) {
+        aura_cap_leave(h);
         return refuse(r, cap, pidx, pcap);
     }
-    h->taken = 1;
-    if (my_record) {
-        apr_atomic_inc64(&my_record->held[service]);
-    }
-    if (!aura_cap_take(h->ctr[1], scap)
-        && !(reclaim_dead(r->server, cap, procs, n, service)
-             && aura_cap_take(h->ctr[1], scap))) {
-        if (my_record) {
-            aura_cap_drop(&my_record->held[service]);
-        }
+    if (!aura_cap_hold_take(r, h, service, scap)) {
         aura_cap_leave(h);
         return refuse(r, cap, service, scap);
     }
-    h->taken = 2;
-    apr_pool_cleanup_register(r->pool, h, hold_cleanup,
-                              apr_pool_cleanup_null);
     *out = h;
+    return OK;
+}
+
+int aura_cap_enter_plane(request_rec *r, aura_cap_hold_t *h)
+{
+    aura_cap_proc_t *procs;
+    apr_uint64_t n, pcap;
+    aura_cap_shm_t *cap = aura_shm_cap(&procs, &n);
+    aura_request_t *rq = aura_request_get(r);
+    int pidx;
+
+    if (!cap || !rq) {
+        return OK;
+    }
+    pidx = plane_index(rq->plane);
+    pcap = plane_cap(r->server, rq->plane);
+    if (!aura_cap_hold_take(r, h, pidx, pcap)) {
+        return refuse(r, cap, pidx, pcap);
+    }
     return OK;
 }
 
@@ -484,7 +657,8 @@ void aura_cap_describe(json_t *obj)
             continue;
         }
         for (c = 0; c < AURA_SVC_COUNT; c++) {
-            sum += apr_atomic_read64(&procs[i].held[c]);
+            sum += apr_atomic_read64(&procs[i].held[c])
+                   + apr_atomic_read64(&procs[i].held[AURA_CAP_COUNTERS + c]);
         }
         apr_snprintf(pid, sizeof(pid), "%" APR_UINT64_T_FMT, owner);
         json_object_set_new(kids, pid, json_integer((json_int_t)sum));

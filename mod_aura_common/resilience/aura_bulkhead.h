@@ -7,6 +7,7 @@
 #define AURA_BULKHEAD_H
 
 #include "aura.h"
+#include "core/aura_plane.h"
 
 struct json_t;
 
@@ -25,6 +26,32 @@ const char *aura_set_max_in_flight(cmd_parms *cmd, void *dirv,
 const char *aura_set_plane_max_in_flight(cmd_parms *cmd, void *dummy,
                                          const char *arg);
 void aura_cap_metrics(request_rec *r);
+
+/* ---- for aura_streams.c (the long-lived budget) ----------------------
+ * A hold is a set of counters of the segment, each by its index in a
+ * process record's held[] (AURA_CAP_COUNTERS + i for streams[i]), taken
+ * below a cap and counted in this child's record, so that the parent
+ * gives back what a killed child held; and the record of a stream.
+ * A new, empty hold, given back with r->pool at the latest. */
+aura_cap_hold_t *aura_cap_hold_make(request_rec *r);
+/* Take counter i below limit (0: none), retrying once after
+ * reclaiming dead holders: 1 taken, 0 refused (nothing taken). */
+int aura_cap_hold_take(request_rec *r, aura_cap_hold_t *h, int i,
+                       apr_uint64_t limit);
+/* Give counter i back now, if h holds it. */
+void aura_cap_hold_give(aura_cap_hold_t *h, int i);
+/* Whether h was given back already (aura_cap_leave()). */
+int aura_cap_hold_done(const aura_cap_hold_t *h);
+/* Release stream record idx with the hold. */
+void aura_cap_hold_set_record(aura_cap_hold_t *h, apr_uint64_t idx);
+/* Release the hold's stream record now, if it has one. */
+void aura_cap_hold_drop_record(aura_cap_hold_t *h);
+/* The plane's slot into h: OK, or 503 service-saturated noted. */
+int aura_cap_enter_plane(request_rec *r, aura_cap_hold_t *h);
+/* Gives back what pid held if it is dead: whether anything came back. */
+int aura_cap_reclaim_pid(server_rec *s, apr_uint64_t pid);
+apr_uint64_t aura_cap_workers(void);
+int aura_cap_plane_index(aura_plane_e plane);
 /* ---- end of in-flight caps ------------------------------------------- */
 
 #endif /* AURA_BULKHEAD_H */

@@ -9,6 +9,7 @@
 
 #include "core/aura_config.h"
 #include "resilience/aura_bulkhead.h"
+#include "resilience/aura_streams.h"
 
 /* A breaker's settings when no AuraBreaker line names them. */
 #define AURA_DEFAULT_BREAKER_THRESHOLD    5
@@ -72,6 +73,26 @@ const char *aura_set_target_entries(cmd_parms *cmd, void *dummy,
                   RSRC_CONF, \
                   "Upstream requests the instance may have in flight at " \
                   "once from the VirtualHost's plane: a number, a " \
-                  "percentage of the workers, auto or off")
+                  "percentage of the workers, auto or off"), \
+    AP_INIT_TAKE1("AuraStreamMaxOpen", aura_set_stream_max_open, NULL, \
+                  RSRC_CONF, \
+                  "Long-lived requests (streams) the instance may have " \
+                  "open at once from the VirtualHost's plane: a number, " \
+                  "a percentage of the workers, auto or off"), \
+    AP_INIT_TAKE1("AuraServiceMaxStreams", aura_set_max_streams, NULL, \
+                  RSRC_CONF | ACCESS_CONF, \
+                  "Long-lived requests (streams) the instance may have " \
+                  "open at once to the Location's service: a number, a " \
+                  "percentage of the workers, auto or off"), \
+    AP_INIT_TAKE1("AuraStreamMaxPerAddress", aura_set_stream_per_address, \
+                  NULL, RSRC_CONF | ACCESS_CONF, \
+                  "Long-lived requests (streams) one client address may " \
+                  "have open at once: a number, a percentage of the " \
+                  "workers, auto or off"), \
+    AP_INIT_TAKE1("AuraStreamMaxPerActor", aura_set_stream_per_actor, \
+                  NULL, RSRC_CONF | ACCESS_CONF, \
+                  "Long-lived requests (streams) one actor (API key or " \
+                  "user) may have open at once: a number, a percentage " \
+                  "of the workers, auto or off")
 
 #endif /* AURA_RESILIENCE_CONF_H */

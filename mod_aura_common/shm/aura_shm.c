@@ -95,6 +95,10 @@
  *   |   [records], stride 64-     |  (ServerLimit), records = 8 x
  *   |   aligned, x journals       |  ThreadLimit: what a killed child
  *   |                             |  leaves counted is reclaimed
+ *   +-----------------------------+ cap.recs_offset
+ *   | aura_stream_rec_t [recs]    |  one record per open stream
+ *   |                             |  (aura_streamtab.h): ServerLimit
+ *   |                             |  x ThreadLimit, at least 64
  *   +-----------------------------+ size
  *
  * A zone's table is its own: a flood of addresses that fills it puts
@@ -177,7 +181,13 @@ static const aura_layout_row_t layout_rows[] = {
     M(aura_cap_shm_t, in_flight), M(aura_cap_shm_t, refused),
     M(aura_cap_shm_t, logged), M(aura_cap_shm_t, reclaimed),
     M(aura_cap_shm_t, unrecorded), M(aura_cap_shm_t, procs_offset),
-    M(aura_cap_shm_t, procs),
+    M(aura_cap_shm_t, procs), M(aura_cap_shm_t, streams),
+    M(aura_cap_shm_t, stream_refused), M(aura_cap_shm_t, stream_logged),
+    M(aura_cap_shm_t, limited), M(aura_cap_shm_t, limited_logged),
+    M(aura_cap_shm_t, converted), M(aura_cap_shm_t, cut),
+    M(aura_cap_shm_t, recs_reclaimed), M(aura_cap_shm_t, late),
+    M(aura_cap_shm_t, late_cut), M(aura_cap_shm_t, recs_offset),
+    M(aura_cap_shm_t, recs),
     AURA_LAYOUT_STRUCT(aura_cap_proc_t),
     M(aura_cap_proc_t, owner), M(aura_cap_proc_t, held),
     AURA_LAYOUT_STRUCT(aura_shm_jwks_t),
@@ -200,6 +210,10 @@ static const aura_layout_row_t layout_rows[] = {
     M(aura_conn_slot_t, word), M(aura_conn_slot_t, logged),
     AURA_LAYOUT_STRUCT(aura_conn_journal_t),
     M(aura_conn_journal_t, owner), M(aura_conn_journal_t, reclaimed),
+    AURA_LAYOUT_STRUCT(aura_stream_rec_t),
+    M(aura_stream_rec_t, owner), M(aura_stream_rec_t, addr),
+    M(aura_stream_rec_t, actor), M(aura_stream_rec_t, what),
+    M(aura_stream_rec_t, prefix),
 };
 #undef M
 
@@ -238,6 +252,27 @@ static apr_uint64_t cap_records(void)
                                        : (apr_uint64_t)limit * 2;
 }
 
+/* Records of the open streams (aura_streamtab.h): one per thread the
+ * MPM can ever run, ServerLimit x ThreadLimit (neither changes on a
+ * graceful restart), since every stream holds a worker thread. */
+#define STREAM_RECORDS_MIN 64
+#define STREAM_RECORDS_MAX 65536
+
+static apr_uint64_t stream_records(void)
+{
+    int daemons = 0, threads = 0;
+    apr_uint64_t n;
+
+    if (ap_mpm_query(AP_MPMQ_HARD_LIMIT_DAEMONS, &daemons) != APR_SUCCESS
+        || ap_mpm_query(AP_MPMQ_HARD_LIMIT_THREADS, &threads) != APR_SUCCESS
+        || daemons < 1 || threads < 1) {
+        return STREAM_RECORDS_MIN;
+    }
+    n = (apr_uint64_t)daemons * (apr_uint64_t)threads;
+    return n < STREAM_RECORDS_MIN ? STREAM_RECORDS_MIN
+           : n > STREAM_RECORDS_MAX ? STREAM_RECORDS_MAX : n;
+}
+
 /* What the configuration asks of the segment. */
 typedef struct {
     int ntables;
@@ -253,6 +288,8 @@ typedef struct {
     apr_uint64_t journals;
     apr_uint64_t journal_records;
     apr_uint64_t journal_stride;
+    apr_uint64_t recs_offset;
+    apr_uint64_t recs;
     apr_uint64_t size;
     apr_uint64_t layout;
     apr_uint64_t fingerprint;
@@ -419,6 +456,11 @@ static const char *place_tables(apr_pool_t *p, geometry_t *g)
     if (!grow(&off, g->journals * g->journal_stride)) {
         return "the journals of the children (ServerLimit) do not fit";
     }
+    g->recs = stream_records();
+    g->recs_offset = off;
+    if (!grow(&off, g->recs * sizeof(aura_stream_rec_t))) {
+        return "the records of the open streams do not fit";
+    }
     g->size = off;
     return NULL;
 }
@@ -453,6 +495,8 @@ static apr_uint64_t fingerprint_of(geometry_t *g)
     h = aura_layout_mix(h, g->journals);
     h = aura_layout_mix(h, g->journal_records);
     h = aura_layout_mix(h, g->journal_stride);
+    h = aura_layout_mix(h, g->recs);
+    h = aura_layout_mix(h, g->recs_offset);
     return aura_layout_mix(h, g->size);
 }
 
@@ -538,6 +582,16 @@ aura_cap_shm_t *aura_shm_cap(aura_cap_proc_t **procs, apr_uint64_t *n)
                                  + shm_base->cap.procs_offset);
     *n = shm_base->cap.procs;
     return &shm_base->cap;
+}
+
+aura_stream_rec_t *aura_shm_streams(apr_uint64_t *n)
+{
+    if (!shm_base) {
+        return NULL;
+    }
+    *n = shm_base->cap.recs;
+    return (aura_stream_rec_t *)((char *)shm_base
+                                 + shm_base->cap.recs_offset);
 }
 
 aura_conn_slot_t *aura_shm_conns(apr_uint64_t *sets)
@@ -705,6 +759,12 @@ static const char *check_directory(const aura_shm_header_t *h,
         || h->journals * h->journal_stride > h->size - h->journals_offset) {
         return "the connection table lies outside the segment";
     }
+    if (h->cap.recs_offset % 64 || h->cap.recs_offset > h->size
+        || h->cap.recs > STREAM_RECORDS_MAX
+        || h->cap.recs * sizeof(aura_stream_rec_t)
+           > h->size - h->cap.recs_offset) {
+        return "the records of the open streams lie outside the segment";
+    }
     d = (const aura_shm_table_t *)((const char *)h + h->tables_offset);
     end = h->tables_offset + h->tables * sizeof(*d);
     for (i = 0; i < h->tables; i++) {
@@ -848,6 +908,12 @@ static const char *rebuild_reason(aura_shm_header_t *h, const geometry_t *g,
             p, "AuraTargetBreakerEntries: %" APR_UINT64_T_FMT " -> %"
             APR_UINT64_T_FMT, h->target_slots, g->targets);
     }
+    if (h->cap.recs != g->recs) {
+        APR_ARRAY_PUSH(why, char *) = apr_psprintf(
+            p, "records of the open streams (ServerLimit x ThreadLimit): %"
+            APR_UINT64_T_FMT " -> %" APR_UINT64_T_FMT, h->cap.recs,
+            g->recs);
+    }
     if (h->cap.procs != g->procs) {
         APR_ARRAY_PUSH(why, char *) = apr_psprintf(
             p, "process records of the in-flight caps (2 x ServerLimit): %"
@@ -892,6 +958,8 @@ static apr_status_t build_segment(aura_shm_retained_t *ret,
     h->target_slots = g->targets;
     h->cap.procs_offset = g->procs_offset;
     h->cap.procs = g->procs;
+    h->cap.recs_offset = g->recs_offset;
+    h->cap.recs = g->recs;
     h->conns_offset = g->conns_offset;
     h->conn_sets = g->conn_sets;
     h->journals_offset = g->journals_offset;

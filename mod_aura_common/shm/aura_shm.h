@@ -15,6 +15,7 @@
 #include "limit/aura_gcra_table.h"
 #include "limit/aura_quota_share.h"
 #include "resilience/aura_breaker_fsm.h"
+#include "resilience/aura_streamtab.h"
 
 /* aura_shm.c: the one segment that outlives graceful restarts. */
 typedef struct aura_shm_header_t aura_shm_header_t;
@@ -187,15 +188,39 @@ typedef struct {
     volatile apr_uint64_t unrecorded;  /* children that found no record */
     apr_uint64_t procs_offset;         /* of the process records */
     apr_uint64_t procs;                /* their number */
+    /* The long-lived budget (aura_streams.c): open streams by service
+     * and by plane, in the same order as in_flight. */
+    volatile apr_uint64_t streams[AURA_CAP_COUNTERS];
+    volatile apr_uint64_t stream_refused[AURA_CAP_COUNTERS]; /* 503s */
+    volatile apr_uint64_t stream_logged[AURA_CAP_COUNTERS];
+    /* 429 stream-limit by the cap that refused (AURA_STREAM_OVER_*),
+     * and the table full: [AURA_STREAM_OVER_ADDRESS] ... */
+    volatile apr_uint64_t limited[AURA_STREAM_TABLE_FULL + 1];
+    volatile apr_uint64_t limited_logged[AURA_STREAM_TABLE_FULL + 1];
+    volatile apr_uint64_t converted;   /* NATS replies that became streams */
+    volatile apr_uint64_t cut;         /* streams ended at their maximum
+                                          duration (NATS routes) */
+    volatile apr_uint64_t recs_reclaimed; /* stream records of the dead */
+    volatile apr_uint64_t late;        /* HTTP responses that became
+                                          streams after AuraStreamAfter */
+    volatile apr_uint64_t late_cut;    /* ... or were cut: their address
+                                          or actor had its share */
+    apr_uint64_t recs_offset;          /* of the stream records */
+    apr_uint64_t recs;                 /* their number */
 } aura_cap_shm_t;
-/* One child's holdings.  owner: its pid, 0 free, with AURA_CAP_RECLAIM
+/* One child's holdings: held[i] of in_flight[i], held[AURA_CAP_COUNTERS
+ * + i] of streams[i].  owner: its pid, 0 free, with AURA_CAP_RECLAIM
  * set while a reclaim empties it. */
 #define AURA_CAP_RECLAIM (APR_UINT64_C(1) << 62)
+#define AURA_CAP_HELD    (2 * AURA_CAP_COUNTERS)
 typedef struct {
     volatile apr_uint64_t owner;
-    volatile apr_uint64_t held[AURA_CAP_COUNTERS];
+    volatile apr_uint64_t held[AURA_CAP_HELD];
 } aura_cap_proc_t;
 /* aura_shm.c: the counters, and the records (*n of them). */
 aura_cap_shm_t *aura_shm_cap(aura_cap_proc_t **procs, apr_uint64_t *n);
+/* aura_shm.c: the records of the open streams (aura_streamtab.h), *n
+ * of them; NULL without a segment. */
+aura_stream_rec_t *aura_shm_streams(apr_uint64_t *n);
 
 #endif /* AURA_SHM_H */
