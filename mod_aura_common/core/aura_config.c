@@ -253,6 +253,7 @@ void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
                                      add->stream_ack_prefix);
     d->abandon_check = merge_int(base->abandon_check, add->abandon_check);
     d->max_in_flight = merge_int(base->max_in_flight, add->max_in_flight);
+    d->shed = merge_ptr(base->shed, add->shed);
     d->max_streams = merge_int(base->max_streams, add->max_streams);
     d->stream_per_address = merge_int(base->stream_per_address,
                                       add->stream_per_address);

@@ -99,6 +99,9 @@ typedef struct {
     int abandon_check;                /* AuraAbandonCheck, AURA_UNSET (on) */
     int max_in_flight;                /* AuraServiceMaxInFlight (aura_cap.h
                                          encoding), AURA_UNSET */
+    /* AuraShedding: how much of the caps each class may fill
+     * (aura_shed.h); NULL: the defaults. */
+    const struct aura_shed_conf_t *shed;
     /* The long-lived budget (aura_streams.c), aura_cap.h encoding,
      * AURA_UNSET each: */
     int max_streams;                  /* AuraServiceMaxStreams */

@@ -47,6 +47,7 @@
 #include "core/aura_plane.h"
 #include "resilience/aura_bulkhead.h"
 #include "resilience/aura_cap.h"
+#include "resilience/aura_shed.h"
 #include "resilience/aura_streamtab.h"
 #include "shm/aura_shm.h"
 
@@ -567,6 +568,73 @@ static int refuse(request_rec *r, aura_cap_shm_t *cap, int idx,
     return HTTP_SERVICE_UNAVAILABLE;
 }
 
+/* The segment counts refusals per class with aura_shed.h's classes. */
+typedef char aura_shed_classes_match[AURA_SHED_CLASSES == AURA_CLASS_COUNT
+                                     ? 1 : -1];
+
+/* The request's class and its Location's ceilings. */
+static aura_class_e request_class(request_rec *r, const aura_request_t *rq,
+                                  const aura_shed_conf_t **conf)
+{
+    const aura_shed_conf_t *c = aura_dir_conf(r)->shed;
+
+    *conf = c ? c : &aura_shed_default;
+    return aura_class_of(rq->role, rq->plane == AURA_PLANE_MGMT);
+}
+
+/* A request refused below the cap, at its class's ceiling: the slots
+ * above are reserved for more trusted classes.  Counted per class, one
+ * line per class every LOG_INTERVAL for the instance, 503 load-shed. */
+static int shed(request_rec *r, aura_cap_shm_t *cap, int idx,
+                aura_class_e cls, apr_uint64_t limit, apr_uint64_t full)
+{
+    apr_uint64_t now = (apr_uint64_t)apr_time_sec(apr_time_now());
+    apr_uint64_t was = apr_atomic_read64(&cap->shed_logged[cls]);
+    int svc = idx < AURA_SVC_COUNT;
+    const char *what = apr_pstrcat(r->pool, svc ? "service " : "the ",
+                                   counter_name(idx), svc ? "" : " plane",
+                                   NULL);
+
+    apr_atomic_inc64(&cap->shed[cls]);
+    if (now - was >= LOG_INTERVAL
+        && apr_atomic_cas64(&cap->shed_logged[cls], now, was) == was) {
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, AURA_LOGNO(01605)
+                      "%s: %s requests shed at %" APR_UINT64_T_FMT " of %"
+                      APR_UINT64_T_FMT " in flight, the rest is kept for "
+                      "more trusted requests (AuraShedding); refused with "
+                      "503 load-shed (%" APR_UINT64_T_FMT " so far; logged "
+                      "at most every %d s per class)", what,
+                      aura_class_name(cls), limit, full,
+                      apr_atomic_read64(&cap->shed[cls]), LOG_INTERVAL);
+    }
+    apr_table_setn(r->err_headers_out, "Retry-After", RETRY_AFTER);
+    aura_problem_note(r, "load-shed",
+                      apr_psprintf(r->pool, "%s is busy: the capacity "
+                                   "left is kept for more trusted requests "
+                                   "than %s ones; try again shortly", what,
+                                   aura_class_name(cls)));
+    return HTTP_SERVICE_UNAVAILABLE;
+}
+
+/* Counter idx below its cap for the request's class: OK, or the 503 of
+ * whichever limit refused it (the cap itself: service-saturated; the
+ * class's ceiling below it: load-shed). */
+static int take_for_class(request_rec *r, aura_cap_shm_t *cap,
+                          aura_cap_hold_t *h, int idx, apr_uint64_t full,
+                          aura_class_e cls, const aura_shed_conf_t *conf)
+{
+    apr_uint64_t limit = aura_class_limit(full, conf, cls);
+
+    if (aura_cap_hold_take(r, h, idx, limit)) {
+        return OK;
+    }
+    if (limit < full
+        && apr_atomic_read64(&cap->in_flight[idx]) < full) {
+        return shed(r, cap, idx, cls, limit, full);
+    }
+    return refuse(r, cap, idx, full);
+}
+
 int aura_cap_enter(request_rec *r, int service, aura_cap_hold_t **out)
 {
     aura_cap_proc_t *procs;
@@ -574,7 +642,9 @@ int aura_cap_enter(request_rec *r, int service, aura_cap_hold_t **out)
     aura_cap_shm_t *cap = aura_shm_cap(&procs, &n);
     aura_request_t *rq = aura_request_get(r);
     aura_cap_hold_t *h;
-    int pidx;
+    const aura_shed_conf_t *conf;
+    aura_class_e cls;
+    int pidx, rc;
 
     *out = NULL;
     if (!cap || !rq || service < 0 || service >= AURA_SVC_COUNT) {
@@ -590,13 +660,11 @@ int aura_cap_enter(request_rec *r, int service, aura_cap_hold_t **out)
      * and the reclaim gives back one slot too many (one request admitted
      * over the cap, once), never one slot lost for good. */
     h = aura_cap_hold_make(r);
-    if (!aura_cap_hold_take(r, h, pidx, pcap)) {
+    cls = request_class(r, rq, &conf);
+    if ((rc = take_for_class(r, cap, h, pidx, pcap, cls, conf)) != OK
+        || (rc = take_for_class(r, cap, h, service, scap, cls, conf)) != OK) {
         aura_cap_leave(h);
-        return refuse(r, cap, pidx, pcap);
-    }
-    if (!aura_cap_hold_take(r, h, service, scap)) {
-        aura_cap_leave(h);
-        return refuse(r, cap, service, scap);
+        return rc;
     }
     *out = h;
     return OK;
@@ -608,6 +676,8 @@ int aura_cap_enter_plane(request_rec *r, aura_cap_hold_t *h)
     apr_uint64_t n, pcap;
     aura_cap_shm_t *cap = aura_shm_cap(&procs, &n);
     aura_request_t *rq = aura_request_get(r);
+    const aura_shed_conf_t *conf;
+    aura_class_e cls;
     int pidx;
 
     if (!cap || !rq) {
@@ -615,13 +685,30 @@ int aura_cap_enter_plane(request_rec *r, aura_cap_hold_t *h)
     }
     pidx = plane_index(rq->plane);
     pcap = plane_cap(r->server, rq->plane);
-    if (!aura_cap_hold_take(r, h, pidx, pcap)) {
-        return refuse(r, cap, pidx, pcap);
-    }
-    return OK;
+    cls = request_class(r, rq, &conf);
+    return take_for_class(r, cap, h, pidx, pcap, cls, conf);
 }
 
 /* ---- what operators see ------------------------------------------------ */
+
+/* The default ceilings (a Location may set its own) and the requests
+ * shed so far, per class. */
+static void describe_shedding(json_t *o, aura_cap_shm_t *cap)
+{
+    json_t *pct = json_object(), *n = json_object();
+    int c;
+
+    for (c = 0; c < AURA_CLASS_COUNT; c++) {
+        const char *name = aura_class_name((aura_class_e)c);
+
+        json_object_set_new(pct, name,
+                            json_integer(aura_shed_default.pct[c]));
+        json_object_set_new(n, name, json_integer((json_int_t)
+                            apr_atomic_read64(&cap->shed[c])));
+    }
+    json_object_set_new(o, "shedding", pct);
+    json_object_set_new(o, "shed", n);
+}
 
 /* /health with AuraHealthDetail On: "in_flight" {services, planes,
  * refused, children (pid -> requests), reclaimed, workers, auto caps}. */
@@ -672,6 +759,7 @@ void aura_cap_describe(json_t *obj)
     json_object_set_new(o, "unrecorded", json_integer((json_int_t)
                         apr_atomic_read64(&cap->unrecorded)));
     json_object_set_new(o, "workers", json_integer((json_int_t)workers));
+    describe_shedding(o, cap);
     json_object_set_new(obj, "in_flight", o);
 }
 
@@ -702,6 +790,14 @@ void aura_cap_metrics(request_rec *r)
         ap_rprintf(r, "aura_saturated_total{%s=\"%s\"} %" APR_UINT64_T_FMT
                    "\n", c < AURA_SVC_COUNT ? "service" : "plane",
                    counter_name(c), apr_atomic_read64(&cap->refused[c]));
+    }
+    ap_rputs("# HELP aura_shed_total Requests refused with 503 load-shed "
+             "(their class's share of a cap was full), by class.\n"
+             "# TYPE aura_shed_total counter\n", r);
+    for (c = 0; c < AURA_CLASS_COUNT; c++) {
+        ap_rprintf(r, "aura_shed_total{class=\"%s\"} %" APR_UINT64_T_FMT
+                   "\n", aura_class_name((aura_class_e)c),
+                   apr_atomic_read64(&cap->shed[c]));
     }
     ap_rprintf(r, "# HELP aura_in_flight_reclaimed_total Upstream requests "
                "of children that died holding them, given back by the "
@@ -734,4 +830,24 @@ const char *aura_set_plane_max_in_flight(cmd_parms *cmd, void *dummy,
 {
     (void)dummy;
     return parse(cmd, arg, &aura_cmd_server_conf(cmd)->plane_max_in_flight);
+}
+
+/* AuraShedding off | class=p% ...: per Location (outside one, the
+ * server's, which every Location inherits). */
+const char *aura_set_shedding(cmd_parms *cmd, void *dirv, int argc,
+                              char *const argv[])
+{
+    aura_shed_conf_t *conf = apr_palloc(cmd->pool, sizeof(*conf));
+    char err[256];
+
+    if (argc < 1) {
+        return apr_psprintf(cmd->pool, "%s: off, or one or more of "
+                            "public=, anon=, authenticated= a percentage",
+                            cmd->cmd->name);
+    }
+    if (aura_shed_parse(argc, argv, conf, err, sizeof(err))) {
+        return apr_psprintf(cmd->pool, "%s: %s", cmd->cmd->name, err);
+    }
+    ((aura_dir_conf_t *)dirv)->shed = conf;
+    return NULL;
 }

@@ -25,6 +25,8 @@ const char *aura_set_max_in_flight(cmd_parms *cmd, void *dirv,
                                    const char *arg);
 const char *aura_set_plane_max_in_flight(cmd_parms *cmd, void *dummy,
                                          const char *arg);
+const char *aura_set_shedding(cmd_parms *cmd, void *dirv, int argc,
+                              char *const argv[]);
 void aura_cap_metrics(request_rec *r);
 
 /* ---- for aura_streams.c (the long-lived budget) ----------------------

@@ -69,6 +69,11 @@ const char *aura_set_target_entries(cmd_parms *cmd, void *dummy,
                   "Requests the instance may have in flight at once to the " \
                   "Location's service: a number, a percentage of the " \
                   "workers, auto or off"), \
+    AP_INIT_TAKE_ARGV("AuraShedding", aura_set_shedding, NULL, \
+                  RSRC_CONF | ACCESS_CONF, \
+                  "How much of each in-flight cap the less trusted " \
+                  "classes may fill (public=, anon=, authenticated= a " \
+                  "percentage), or off"), \
     AP_INIT_TAKE1("AuraPlaneMaxInFlight", aura_set_plane_max_in_flight, NULL, \
                   RSRC_CONF, \
                   "Upstream requests the instance may have in flight at " \

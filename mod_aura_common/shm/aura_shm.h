@@ -173,6 +173,8 @@ apr_global_mutex_t *aura_shm_mutex(void);
  * service and from each plane, in the shared segment, and one record
  * per child process of what it holds, so that the slots of a child that
  * died (SIGKILL, a crash) are given back by the parent. */
+/* The traffic classes of aura_shed.h (AURA_CLASS_COUNT). */
+#define AURA_SHED_CLASSES 4
 #define AURA_CAP_COUNTERS (AURA_SVC_COUNT + AURA_PLANES) /* services, then
                                                             planes */
 /* "auto": percentages of the instance's workers (MaxRequestWorkers). */
@@ -207,6 +209,10 @@ typedef struct {
                                           or actor had its share */
     apr_uint64_t recs_offset;          /* of the stream records */
     apr_uint64_t recs;                 /* their number */
+    /* 503 load-shed by class (aura_shed.h), and the second of the last
+     * log line of each. */
+    volatile apr_uint64_t shed[AURA_SHED_CLASSES];
+    volatile apr_uint64_t shed_logged[AURA_SHED_CLASSES];
 } aura_cap_shm_t;
 /* One child's holdings: held[i] of in_flight[i], held[AURA_CAP_COUNTERS
  * + i] of streams[i].  owner: its pid, 0 free, with AURA_CAP_RECLAIM
