@@ -185,7 +185,11 @@ aura_readers_pick_e aura_readers_pick(aura_reader_view_t *v, apr_size_t n,
             best = i;
         }
     }
-    if (out->mine >= out->top) {
+    /* A holder without a reader always gets one; a holder with some
+     * only when it stays below the victim's holder after the swap, so
+     * that two large holders never shed each other in turn (each shed
+     * holds a worker until its child closes it). */
+    if (out->mine && out->mine + 1 >= out->top) {
         return AURA_READERS_REFUSE;
     }
     out->victim = best;

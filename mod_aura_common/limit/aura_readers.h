@@ -12,11 +12,14 @@
  * requests from 3 addresses closed every other new connection.  So a
  * full budget sheds a connection of the holder (an address, an IPv6
  * prefix: aura_prefix_bytes()) that holds the most reading slots, its
- * oldest one (the slowest reader), unless the newcomer's own holder
- * already holds as many as any other: then the newcomer is the one
- * past its share and is refused.  A holder with fewer slots than the
- * largest is thus never refused, and a single holder can keep at most
- * what the others leave it.
+ * oldest one (the slowest reader).  A newcomer whose holder has no
+ * reader always gets in that way; one whose holder has some only when
+ * it would still hold fewer than the victim's holder after the swap
+ * (mine + 1 < top): otherwise the newcomer is the one past its share
+ * and is refused, and two large holders never shed each other in turn
+ * (each shed holds a worker until its child closes it).  A client with
+ * no connection reading is thus never refused, and a single holder can
+ * keep at most what the others leave it.
  *
  * A record belongs to the child that counted the connection in: only
  * it claims and frees the record (each of its threads its own record,
@@ -137,8 +140,8 @@ typedef struct {
 /**
  * Whom to shed when the budget is full: the oldest reader of the holder
  * with the most readers (ties: the holder whose oldest reader is the
- * oldest), unless the newcomer's holder has as many (or there is no
- * reader to shed).
+ * oldest), unless the newcomer's holder has readers and would not stay
+ * below that holder (mine + 1 >= top), or there is no reader to shed.
  * @param v the listener's readers, any order (sorted in place)
  * @param n how many
  * @param newcomer the newcomer's holder hash

@@ -5,7 +5,8 @@
  * (aura_readers.c; issue #28, point 3): holders by address prefix (one
  * IPv6 /48 is one holder whatever its /64s), the largest holder's
  * oldest reader shed, the newcomer refused only when its own holder
- * holds as many as any other, and a record claimed again never shed
+ * has readers and would not stay below the largest after the swap, and
+ * a record claimed again never shed
  * by a shedder that saw its previous connection.
  */
 #include <stdarg.h>
@@ -108,8 +109,13 @@ static const pick_case_t picks[] = {
       "A9 A3 A7 A8 A4 A5", 'L', AURA_READERS_SHED, 'A', 3 },
     { "one holder has all: it is refused", "A9 A3 A7 A8 A4 A5", 'A',
       AURA_READERS_REFUSE, 0, 0 },
-    { "a holder below the largest sheds the largest",
-      "A1 A2 A3 A4 A5 B6 B7 B8 B9", 'B', AURA_READERS_SHED, 'A', 1 },
+    { "a holder two below the largest sheds the largest",
+      "A1 A2 A3 A4 A5 B6 B7 B8", 'B', AURA_READERS_SHED, 'A', 1 },
+    { "one below the largest: refused, no shedding in turn",
+      "A1 A2 A3 A4 A5 B6 B7 B8 B9", 'B', AURA_READERS_REFUSE, 0, 0 },
+    { "after a shed: 3 4 4, the one at 3 is refused",
+      "A1 A2 A3 B4 B5 B6 B7 C8 C9 C10 C11 L12", 'A',
+      AURA_READERS_REFUSE, 0, 0 },
     { "a legitimate reader already in, still below: sheds",
       "A1 A2 A3 L4", 'L', AURA_READERS_SHED, 'A', 1 },
     { "many holders of one each: the oldest reader",
