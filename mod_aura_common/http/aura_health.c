@@ -78,7 +78,7 @@ static json_t *describe(request_rec *r, int connected)
         json_object_set_new(o, "breakers", shm);
         aura_cap_describe(o);
         shm = json_object();
-        aura_connlimit_describe(shm);
+        aura_connlimit_describe(shm, r->pool);
         json_object_set_new(o, "connections", shm);
     }
     return o;
