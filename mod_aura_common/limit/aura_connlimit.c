@@ -468,8 +468,7 @@ static void describe_reader(const conn_rec *c, const aura_server_conf_t *sc,
  * shed: a duplicate of the socket's descriptor (for shutdown(2) from
  * the reader thread) and the shared record.  Without a free record
  * (or descriptor) it stays counted but cannot be shed. */
-static void track(conn_rec *c, void *csd, held_t *h,
-                  const aura_conn_reader_t *me)
+static void track(void *csd, held_t *h, const aura_conn_reader_t *me)
 {
     apr_os_sock_t fd;
     apr_uint32_t i;
@@ -492,14 +491,6 @@ static void track(conn_rec *c, void *csd, held_t *h,
     apr_thread_mutex_unlock(journal_lock);
     aura_reader_claim(&my_readers[i], me);
     h->reader = i;
-    /* The filter that ends the reading of an HTTP/2 connection, where
-     * the listener speaks it. */
-    if (ap_is_allowed_protocol(c, NULL, c->base_server, "h2")
-        || ap_is_allowed_protocol(c, NULL, c->base_server, "h2c")) {
-        counts_of(c)->watched = 1;
-        ap_add_input_filter_handle(reading_filter_handle, counts_of(c),
-                                   NULL, c);
-    }
 }
 
 /* The reading count of a connection: hold it, track it. */
@@ -511,13 +502,21 @@ static void admit_reading(conn_rec *c, void *csd, apr_uint64_t slot,
 
     n->reading = hold(c, slot);
     n->sc = sc;
-    track(c, csd, n->reading, me);
+    track(csd, n->reading, me);
+    /* The filter that ends the reading of an HTTP/2 connection, where
+     * the listener speaks it (tracked or not: only the preface timeout
+     * needs the record). */
+    if (ap_is_allowed_protocol(c, NULL, c->base_server, "h2")
+        || ap_is_allowed_protocol(c, NULL, c->base_server, "h2c")) {
+        n->watched = 1;
+        ap_add_input_filter_handle(reading_filter_handle, n, NULL, c);
+    }
 }
 
 /* The budget is full: shed the oldest reader of the holder that holds
  * the most (aura_readers_pick()), and count the newcomer in over the
  * budget until the victim's child has closed it (a shed reader holds
- * its worker for up to 200 ms more).  By a quarter of the budget (and
+ * its worker until that child's next SHED_EVERY tick).  By a quarter of the budget (and
  * one) at most: beyond, the newcomer is refused, so that sheds pending
  * cannot take the workers the budget leaves to the other listeners.
  * OK, or an error status to refuse the newcomer. */
@@ -743,14 +742,17 @@ static void watch_readers(server_rec *s)
     }
 }
 
+/* Returns instead of apr_thread_exit(): pthread_exit()'s forced unwind
+ * made AddressSanitizer report a stack-use-after-scope in its own
+ * thread teardown at every child's exit; nothing reads the exit value. */
 static void *APR_THREAD_FUNC shed_loop(apr_thread_t *t, void *data)
 {
+    (void)t;
     (void)data;
     while (!apr_atomic_read32(&shed_stop)) {
         watch_readers(shed_server);
         apr_sleep(SHED_EVERY);
     }
-    apr_thread_exit(t, APR_SUCCESS);
     return NULL;
 }
 
