@@ -16,7 +16,11 @@
 #   new connections: at least 99 % are answered (before issue #28 every
 #   one was closed unanswered); the connections shed to admit them are
 #   closed by the server, counted in /metrics and logged (AURA01502);
-#   /health?detail shows the budget and who holds it, by address.
+#   /health?detail shows the budget and who holds it, by address;
+# - the same over TLS with HTTP/2 by ALPN (a second listener): the
+#   preface and SETTINGS end the reading (the filter sees them above
+#   mod_ssl), a bare preface and a handshake followed by nothing are
+#   closed after AuraH2PrefaceTimeout.
 use strict;
 use warnings FATAL => 'all';
 
@@ -32,8 +36,9 @@ use Test::More import => ['!plan'];
 use Apache::Test qw(-withtestmore);
 use Time::HiRes qw(time sleep);
 use Aura::Test qw(aura_module private_httpd free_port wait_until pid_alive);
+use IO::Socket::SSL;
 
-plan tests => 22;
+plan tests => 27;
 
 $SIG{PIPE} = 'IGNORE';
 my $mods = '/usr/lib/apache2/modules';
@@ -46,6 +51,11 @@ my $token = do { local (@ARGV, $/) = $ENV{AURA_TEST_METRICS_TOKEN_FILE}; <> };
 $token =~ s/\s+\z//;
 
 my $dir = tempdir(CLEANUP => 1);
+# A key and a self-signed certificate for the TLS listener.
+system("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 "
+       . "-nodes -days 2 -subj /CN=localhost -keyout $dir/tls.key "
+       . "-out $dir/tls.crt 2>/dev/null") == 0 or die 'openssl';
+my $tport = free_port();
 my ($port, $httpd) = private_httpd(dir => $dir, children => 2, threads => 16,
                                    body => <<"CONF");
 <IfModule !reqtimeout_module>
@@ -73,6 +83,19 @@ LogLevel info aura_common:debug
         SetHandler aura-metrics
         AuraPublic On
     </Location>
+</VirtualHost>
+<IfModule !ssl_module>
+    LoadModule ssl_module $mods/mod_ssl.so
+</IfModule>
+Listen 127.0.0.1:$tport
+<VirtualHost 127.0.0.1:$tport>
+    AuraPlane data
+    SSLEngine on
+    SSLCertificateFile $dir/tls.crt
+    SSLCertificateKeyFile $dir/tls.key
+    Protocols h2 http/1.1
+    AuraMaxReadingConnections 4
+    AuraH2PrefaceTimeout 1s
 </VirtualHost>
 CONF
 system("$httpd -k start") == 0 or die "httpd did not start";
@@ -113,8 +136,9 @@ sub detail {
 
 # The data listener's reading record in /health?detail.
 sub reading {
+    my ($p) = @_;
     my ($list) = (detail()->{connections} || {})->{reading} || [];
-    my ($l) = grep { $_->{listener} eq "127.0.0.1:$port" } @$list;
+    my ($l) = grep { $_->{listener} eq '127.0.0.1:' . ($p || $port) } @$list;
     return $l || { reading => 0, holders => [] };
 }
 
@@ -184,6 +208,40 @@ ok(wait_until(5, sub { metric('aura_connections_h2_preface_timeout_total')
 ok(wait_until(5, sub { log_count(qr/AURA01503: \d+ HTTP\/2 connection/)
                        == 1 }),
    'one AURA01503 line');
+
+# ---- the same over TLS, HTTP/2 by ALPN ---------------------------------------
+sub tls_from {
+    my ($from, $send) = @_;
+    my $s = IO::Socket::SSL->new(PeerAddr => '127.0.0.1', PeerPort => $tport,
+                                 LocalAddr => $from, Timeout => 5,
+                                 SSL_alpn_protocols => ['h2'],
+                                 SSL_verify_mode => SSL_VERIFY_NONE)
+        or return;
+    syswrite($s, $send) if length $send;
+    return $s;
+}
+my $t_ok = tls_from('127.0.0.5', $PREFACE . $SETTINGS);
+ok($t_ok && $t_ok->alpn_selected eq 'h2', 'TLS: h2 negotiated by ALPN');
+my @t_bare = (tls_from('127.0.0.6', $PREFACE), tls_from('127.0.0.6', ''));
+ok(wait_until(3, sub { holder(reading($tport), '127.0.0.6/32')->{http2}
+                       == 2 }),
+   'TLS: a bare preface and a silent h2 handshake count as reading')
+    or diag(explain(reading($tport)));
+is(holder(reading($tport), '127.0.0.5/32')->{reading}, 0,
+   'TLS: the connection that sent its preface and SETTINGS does not');
+my $tls_closed = sub {
+    my ($s) = @_;
+    my $sel = IO::Select->new($s);
+    while ($sel->can_read(0.05)) {
+        my $n = sysread($s, my $b, 65536);
+        return 1 unless $n;
+    }
+    return 0;
+};
+ok(wait_until(6, sub { !grep { !$tls_closed->($_) } @t_bare }),
+   'TLS: both closed after AuraH2PrefaceTimeout');
+ok(!$tls_closed->($t_ok), 'TLS: the one with SETTINGS stays open');
+close $_ for $t_ok, @t_bare;
 
 # ---- 3 addresses fill the budget -------------------------------------------
 my @from = qw(127.0.0.2 127.0.0.3 127.0.0.4);
