@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -221,6 +222,102 @@ static void test_records(void **state)
     assert_int_equal(aura_readers_collect(r, 6, 7, 0, v, 6), 2);
 }
 
+/* Threads racing as children do: each owner claims and releases its
+ * own records over and over, shedders collect and shed whatever they
+ * see.  Every successful shed is learnt by exactly one release of its
+ * owner (never lost on a record claimed again, never counted twice). */
+#define OWNERS  3
+#define PER     8
+#define ROUNDS  20000
+
+static aura_conn_reader_t race[OWNERS * PER];
+static volatile int racing;
+
+typedef struct {
+    int id;
+    unsigned long n;                /* releases that found SHED, or sheds */
+} racer_t;
+
+static void *owner(void *arg)
+{
+    racer_t *o = arg;
+    int round, i;
+
+    for (round = 0; round < ROUNDS; round++) {
+        for (i = 0; i < PER; i++) {
+            aura_conn_reader_t me;
+
+            memset(&me, 0, sizeof(me));
+            me.listener = 7;
+            me.holder = (apr_uint64_t)o->id;
+            me.since = (apr_uint64_t)round;
+            aura_reader_claim(&race[o->id * PER + i], &me);
+        }
+        for (i = 0; i < PER; i++) {
+            if (aura_reader_release(&race[o->id * PER + i])
+                == AURA_READER_SHED) {
+                o->n++;
+            }
+        }
+    }
+    return NULL;
+}
+
+static void *shedder(void *arg)
+{
+    racer_t *s = arg;
+    aura_reader_view_t v[OWNERS * PER];
+
+    while (racing) {
+        apr_size_t k = aura_readers_collect(race, OWNERS * PER, 7, 0, v,
+                                            OWNERS * PER), i;
+
+        for (i = 0; i < k; i++) {
+            if (aura_reader_shed(&race[v[i].index], v[i].word)
+                == APR_SUCCESS) {
+                s->n++;
+            }
+        }
+    }
+    return NULL;
+}
+
+static void test_threads(void **state)
+{
+    pthread_t o[OWNERS], sh[2];
+    racer_t ro[OWNERS], rs[2];
+    unsigned long released = 0, shed = 0;
+    int i;
+
+    (void)state;
+    memset(race, 0, sizeof(race));
+    racing = 1;
+    for (i = 0; i < 2; i++) {
+        rs[i].id = i;
+        rs[i].n = 0;
+        assert_int_equal(pthread_create(&sh[i], NULL, shedder, &rs[i]), 0);
+    }
+    for (i = 0; i < OWNERS; i++) {
+        ro[i].id = i;
+        ro[i].n = 0;
+        assert_int_equal(pthread_create(&o[i], NULL, owner, &ro[i]), 0);
+    }
+    for (i = 0; i < OWNERS; i++) {
+        pthread_join(o[i], NULL);
+        released += ro[i].n;
+    }
+    racing = 0;
+    for (i = 0; i < 2; i++) {
+        pthread_join(sh[i], NULL);
+        shed += rs[i].n;
+    }
+    assert_true(shed > 0);
+    assert_true(shed == released);
+    for (i = 0; i < OWNERS * PER; i++) {
+        assert_int_equal(AURA_READER_STATE(race[i].word), AURA_READER_FREE);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -229,6 +326,7 @@ int main(void)
         cmocka_unit_test(test_prefix_v6),
         cmocka_unit_test(test_pick),
         cmocka_unit_test(test_records),
+        cmocka_unit_test(test_threads),
     };
 
     return cmocka_run_group_tests_name("readers", tests, NULL, NULL);
