@@ -391,11 +391,11 @@ static void log_busy(conn_rec *c, aura_conn_slot_t *s, int cap,
                   "connection from %s to %s:%u closed at once: %d "
                   "connections of this listener are still sending their "
                   "first request, AuraMaxReadingConnections %d, and its "
-                  "address holds %" APR_UINT64_T_FMT " of them, the largest "
-                  "of the %" APR_UINT64_T_FMT " holders %" APR_UINT64_T_FMT
-                  " (logged once a minute per listener)", c->client_ip, c->local_ip,
-                  (unsigned)c->local_addr->port, cap, cap, ch->mine,
-                  ch->holders, ch->top);
+                  "address holds %" APR_UINT64_T_FMT " of them (the largest "
+                  "of the %" APR_UINT64_T_FMT " holders: %" APR_UINT64_T_FMT
+                  "; logged once a minute per listener)", c->client_ip,
+                  c->local_ip, (unsigned)c->local_addr->port, cap, cap,
+                  ch->mine, ch->holders, ch->top);
 }
 
 /* Once a minute at most: a reader was shed for a newcomer. */
@@ -516,9 +516,10 @@ static void admit_reading(conn_rec *c, void *csd, apr_uint64_t slot,
 /* The budget is full: shed the oldest reader of the holder that holds
  * the most (aura_readers_pick()), and count the newcomer in over the
  * budget until the victim's child has closed it (a shed reader holds
- * its worker until that child's next SHED_EVERY tick).  By a quarter of the budget (and
- * one) at most: beyond, the newcomer is refused, so that sheds pending
- * cannot take the workers the budget leaves to the other listeners.
+ * its worker until that child's next SHED_EVERY tick).  By a quarter
+ * of the budget (and one) at most: beyond, the newcomer is refused, so
+ * that sheds pending cannot take the workers the budget leaves to the
+ * other listeners.
  * OK, or an error status to refuse the newcomer. */
 static int shed_for(conn_rec *c, void *csd, const aura_server_conf_t *sc,
                     const aura_conn_reader_t *me, aura_conn_slot_t *slots,
@@ -1073,20 +1074,17 @@ static int by_count(const void *a, const void *b)
 /* The holders listed per listener in /health?detail, the largest first. */
 #define DESCRIBE_HOLDERS 8
 
-/* "reading": per listener, its budget and who holds it, by address
- * prefix (a snapshot: records change under traffic). */
-static void describe_reading(json_t *obj, apr_pool_t *p)
+/* A copy of every record in use, of all children (a snapshot: records
+ * change under traffic), sorted by listener, holder, age; *k of them. */
+static aura_conn_reader_t *snapshot_readers(apr_pool_t *p, apr_uint64_t *k)
 {
-    apr_uint64_t i, n = 1, k = 0, total = 0, a, b;
+    apr_uint64_t i, n = 1, total = 0;
     apr_uint32_t per = 0, r, records;
     aura_conn_reader_t *all;
-    holder_run_t *runs;
-    json_t *list = json_array();
-    apr_time_t now = apr_time_now();
 
-    json_object_set_new(obj, "reading", list);
+    *k = 0;
     if (!aura_shm_journal(0, &records, &n) || !aura_shm_readers(0, &per)) {
-        return;
+        return NULL;
     }
     for (i = 0; i < n; i++) {
         aura_conn_reader_t *rd = aura_shm_readers(i, &per);
@@ -1097,72 +1095,94 @@ static void describe_reading(json_t *obj, apr_pool_t *p)
         }
     }
     if (!total) {
-        return;
+        return NULL;
     }
     all = apr_palloc(p, total * sizeof(*all));
-    runs = apr_palloc(p, total * sizeof(*runs));
-    for (i = 0; i < n && k < total; i++) {
+    for (i = 0; i < n && *k < total; i++) {
         aura_conn_reader_t *rd = aura_shm_readers(i, &per);
 
-        for (r = 0; rd && r < per && k < total; r++) {
-            if (AURA_READER_STATE(apr_atomic_read64(&rd[r].word))
-                != AURA_READER_FREE) {
-                memcpy(&all[k], &rd[r], sizeof(all[k]));
-                if (AURA_READER_STATE(all[k].word) != AURA_READER_FREE) {
-                    k++;
-                }
+        for (r = 0; rd && r < per && *k < total; r++) {
+            memcpy(&all[*k], &rd[r], sizeof(all[*k]));
+            if (AURA_READER_STATE(all[*k].word) != AURA_READER_FREE) {
+                ++*k;
             }
         }
     }
-    qsort(all, k, sizeof(*all), by_listener);
+    qsort(all, *k, sizeof(*all), by_listener);
+    return all;
+}
+
+/* One listener's object: the records all[a..b) are its. */
+static json_t *listener_json(const aura_conn_reader_t *all, apr_uint64_t a,
+                             apr_uint64_t b, holder_run_t *runs,
+                             apr_pool_t *p)
+{
+    json_t *l = json_object(), *holders = json_array();
+    apr_uint64_t nruns = 0, shed = 0, h, i;
+    apr_time_t now = apr_time_now();
+    char text[64], *slash;
+
+    for (i = a; i < b; i++) {
+        /* Shed ones are on their way out: not held any more. */
+        if (AURA_READER_STATE(all[i].word) == AURA_READER_SHED) {
+            shed++;
+            continue;
+        }
+        if (!nruns || all[i].holder != runs[nruns - 1].first->holder) {
+            runs[nruns].first = &all[i];
+            runs[nruns].n = 0;
+            runs[nruns++].h2 = 0;
+        }
+        runs[nruns - 1].n++;
+        runs[nruns - 1].h2 += all[i].h2;
+    }
+    qsort(runs, nruns, sizeof(*runs), by_count);
+    /* The listener's address: its "prefix" of full width, less "/n". */
+    if (aura_prefix_text(all[a].local, all[a].local[0] == 6 ? 128 : 32,
+                         text, sizeof(text)) != text) {
+        apr_cpystrn(text, "?", sizeof(text));
+    }
+    if ((slash = strrchr(text, '/')) != NULL) {
+        *slash = '\0';
+    }
+    json_object_set_new(l, "listener", json_string(
+                            apr_psprintf(p, "%s:%u", text,
+                                         (unsigned)all[a].port)));
+    json_object_set_new(l, "budget", json_integer(all[a].cap));
+    json_object_set_new(l, "reading", json_integer((json_int_t)(b - a - shed)));
+    json_object_set_new(l, "shed_pending", json_integer((json_int_t)shed));
+    json_object_set_new(l, "holder_count", json_integer((json_int_t)nruns));
+    for (h = 0; h < nruns && h < DESCRIBE_HOLDERS; h++) {
+        json_t *o = json_object();
+
+        json_object_set_new(o, "prefix", json_string(
+            aura_prefix_text(runs[h].first->prefix, runs[h].first->bits,
+                             text, sizeof(text))));
+        json_object_set_new(o, "reading", json_integer((json_int_t)runs[h].n));
+        json_object_set_new(o, "http2", json_integer((json_int_t)runs[h].h2));
+        json_object_set_new(o, "oldest_ms", json_integer((json_int_t)
+            apr_time_as_msec(now - (apr_time_t)runs[h].first->since)));
+        json_array_append_new(holders, o);
+    }
+    json_object_set_new(l, "holders", holders);
+    return l;
+}
+
+/* "reading": per listener, its budget and who holds it, by address
+ * prefix, never anything else of the client. */
+static void describe_reading(json_t *obj, apr_pool_t *p)
+{
+    apr_uint64_t k, a, b;
+    aura_conn_reader_t *all = snapshot_readers(p, &k);
+    holder_run_t *runs = k ? apr_palloc(p, k * sizeof(*runs)) : NULL;
+    json_t *list = json_array();
+
+    json_object_set_new(obj, "reading", list);
     for (a = 0; a < k; a = b) {
-        json_t *l = json_object(), *holders = json_array();
-        apr_uint64_t nruns = 0, shed = 0, h;
-        char text[64];
-
         for (b = a; b < k && all[b].listener == all[a].listener; b++) {
-            /* Shed ones are on their way out: not held any more. */
-            if (AURA_READER_STATE(all[b].word) == AURA_READER_SHED) {
-                shed++;
-                continue;
-            }
-            if (!nruns || all[b].holder != runs[nruns - 1].first->holder) {
-                runs[nruns].first = &all[b];
-                runs[nruns].n = 0;
-                runs[nruns++].h2 = 0;
-            }
-            runs[nruns - 1].n++;
-            runs[nruns - 1].h2 += all[b].h2;
+            continue;
         }
-        qsort(runs, nruns, sizeof(*runs), by_count);
-        aura_prefix_text(all[a].local, all[a].local[0] == 6 ? 128 : 32,
-                         text, sizeof(text));
-        *strrchr(text, '/') = '\0';
-        json_object_set_new(l, "listener", json_string(
-                                apr_psprintf(p, "%s:%u", text,
-                                             (unsigned)all[a].port)));
-        json_object_set_new(l, "budget", json_integer(all[a].cap));
-        json_object_set_new(l, "reading",
-                            json_integer((json_int_t)(b - a - shed)));
-        json_object_set_new(l, "shed_pending", json_integer((json_int_t)shed));
-        json_object_set_new(l, "holder_count",
-                            json_integer((json_int_t)nruns));
-        for (h = 0; h < nruns && h < DESCRIBE_HOLDERS; h++) {
-            json_t *o = json_object();
-
-            json_object_set_new(o, "prefix", json_string(
-                aura_prefix_text(runs[h].first->prefix, runs[h].first->bits,
-                                 text, sizeof(text))));
-            json_object_set_new(o, "reading",
-                                json_integer((json_int_t)runs[h].n));
-            json_object_set_new(o, "http2",
-                                json_integer((json_int_t)runs[h].h2));
-            json_object_set_new(o, "oldest_ms", json_integer((json_int_t)
-                apr_time_as_msec(now - (apr_time_t)runs[h].first->since)));
-            json_array_append_new(holders, o);
-        }
-        json_object_set_new(l, "holders", holders);
-        json_array_append_new(list, l);
+        json_array_append_new(list, listener_json(all, a, b, runs, p));
     }
 }
 
