@@ -87,6 +87,8 @@ void *aura_create_server_conf(apr_pool_t *p, server_rec *s)
     c->max_conns = AURA_UNSET;
     c->max_reading = AURA_UNSET;
     c->conn_exempt = NULL;
+    c->reading_v6_prefix = AURA_UNSET;
+    c->h2_preface_timeout = AURA_UNSET;
     return c;
 }
 
@@ -163,6 +165,10 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     c->max_reading = merge_int(base->max_reading, add->max_reading);
     c->conn_exempt = (apr_array_header_t *)merge_ptr(base->conn_exempt,
                                                      add->conn_exempt);
+    c->reading_v6_prefix = merge_int(base->reading_v6_prefix,
+                                     add->reading_v6_prefix);
+    c->h2_preface_timeout = merge_time(base->h2_preface_timeout,
+                                       add->h2_preface_timeout);
     return c;
 }
 

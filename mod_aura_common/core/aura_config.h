@@ -169,6 +169,8 @@ typedef struct {
     apr_array_header_t *conn_exempt;       /* AuraConnectionLimitExempt
                                               (apr_ipsubnet_t *); NULL
                                               unset */
+    int reading_v6_prefix;                 /* AuraReadingIPv6Prefix */
+    apr_interval_time_t h2_preface_timeout; /* AuraH2PrefaceTimeout */
 } aura_server_conf_t;
 
 /* AuraMaxConnectionsPerAddress auto: a third of MaxRequestWorkers (at

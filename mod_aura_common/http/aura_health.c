@@ -80,7 +80,7 @@ static json_t *describe(request_rec *r, int connected)
         aura_cap_describe(o);
         aura_stream_describe(o);
         shm = json_object();
-        aura_connlimit_describe(shm);
+        aura_connlimit_describe(shm, r->pool);
         json_object_set_new(o, "connections", shm);
     }
     return o;

@@ -244,8 +244,17 @@ static void upstreams(request_rec *r)
             "once: their address had AuraMaxConnectionsPerAddress open.", "",
             aura_shm_counter(AURA_CTR_CONN_REFUSED));
     counter(r, "aura_connections_busy_total", "Connections closed at once: "
-            "their listener had AuraMaxReadingConnections reading.", "",
+            "their listener had AuraMaxReadingConnections reading and their "
+            "address prefix held as many of them as any other.", "",
             aura_shm_counter(AURA_CTR_CONN_BUSY));
+    counter(r, "aura_connections_shed_total", "Connections still sending "
+            "their first request closed to admit a newcomer: the oldest of "
+            "the address prefix holding the most of AuraMaxReadingConnections.",
+            "", aura_shm_counter(AURA_CTR_CONN_SHED));
+    counter(r, "aura_connections_h2_preface_timeout_total", "HTTP/2 "
+            "connections closed: no preface and SETTINGS within "
+            "AuraH2PrefaceTimeout.", "",
+            aura_shm_counter(AURA_CTR_CONN_PREFACE_TIMEOUT));
     counter(r, "aura_connection_table_full_total", "Connections admitted "
             "without a per-address count: no free entry in the table.", "",
             aura_shm_counter(AURA_CTR_CONN_TABLE_FULL));

@@ -11,6 +11,7 @@
 #include "core/aura_config.h"
 #include "limit/aura_connlimit.h"
 #include "limit/aura_limit.h"
+#include "limit/aura_readers.h"
 
 #define AURA_DEFAULT_LIMITER_ENTRIES 65536
 #define AURA_DEFAULT_IPV6_PREFIX     64
@@ -34,6 +35,21 @@ static APR_INLINE int aura_conf_ipv6_prefix(const aura_server_conf_t *c)
 {
     return c->ipv6_prefix != AURA_UNSET ? c->ipv6_prefix
                                         : AURA_DEFAULT_IPV6_PREFIX;
+}
+
+static APR_INLINE int aura_conf_reading_v6_prefix(const aura_server_conf_t *c)
+{
+    return c->reading_v6_prefix != AURA_UNSET
+               ? c->reading_v6_prefix : AURA_DEFAULT_READING_V6_PREFIX;
+}
+
+#define AURA_DEFAULT_H2_PREFACE_TIMEOUT apr_time_from_sec(5)
+
+static APR_INLINE apr_interval_time_t
+aura_conf_h2_preface_timeout(const aura_server_conf_t *c)
+{
+    return c->h2_preface_timeout != AURA_UNSET
+               ? c->h2_preface_timeout : AURA_DEFAULT_H2_PREFACE_TIMEOUT;
 }
 
 static APR_INLINE int aura_conf_instances(const aura_server_conf_t *c)
@@ -108,6 +124,14 @@ aura_conf_redis_retry(const aura_server_conf_t *c)
                     RSRC_CONF, \
                     "Addresses or networks (e.g. 10.0.0.0/8) that " \
                     "AuraMaxConnectionsPerAddress does not limit"), \
+    AP_INIT_TAKE1("AuraReadingIPv6Prefix", aura_set_reading_v6_prefix, NULL, \
+                  RSRC_CONF, \
+                  "Leading bits of an IPv6 client address that make one " \
+                  "holder of a listener's reading connections"), \
+    AP_INIT_TAKE1("AuraH2PrefaceTimeout", aura_set_h2_preface_timeout, \
+                  NULL, RSRC_CONF, \
+                  "How long an HTTP/2 connection may take to send its " \
+                  "preface and SETTINGS while it counts as reading"), \
     AP_INIT_TAKE12("AuraActorQuota", aura_set_actor_quota, NULL, \
                    RSRC_CONF | ACCESS_CONF, \
                    "Requests an authenticated actor may make per window " \

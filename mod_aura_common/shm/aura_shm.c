@@ -21,6 +21,7 @@
 #include "core/aura_config.h"
 #include "core/aura_plane.h"
 #include "limit/aura_conntable.h"
+#include "limit/aura_readers.h"
 #include "limit/aura_gcra_table.h"
 #include "limit/aura_limit.h"
 #include "limit/aura_limit_conf.h"
@@ -92,9 +93,11 @@
  *   |                             |  Address (aura_conntable.h)
  *   +-----------------------------+ journals_offset
  *   | aura_conn_journal_t + u32   |  one journal per child process
- *   |   [records], stride 64-     |  (ServerLimit), records = 8 x
- *   |   aligned, x journals       |  ThreadLimit: what a killed child
- *   |                             |  leaves counted is reclaimed
+ *   |   [records], 64-aligned,    |  (ServerLimit), records = 8 x
+ *   |   aura_conn_reader_t        |  ThreadLimit: what a killed child
+ *   |   [records / 4], stride 64- |  leaves counted is reclaimed; its
+ *   |   aligned, x journals       |  connections reading their first
+ *   |                             |  request (aura_readers.h)
  *   +-----------------------------+ cap.recs_offset
  *   | aura_stream_rec_t [recs]    |  one record per open stream
  *   |                             |  (aura_streamtab.h): ServerLimit
@@ -215,6 +218,13 @@ static const aura_layout_row_t layout_rows[] = {
     M(aura_stream_rec_t, owner), M(aura_stream_rec_t, addr),
     M(aura_stream_rec_t, actor), M(aura_stream_rec_t, what),
     M(aura_stream_rec_t, prefix),
+    AURA_LAYOUT_STRUCT(aura_conn_reader_t),
+    M(aura_conn_reader_t, word), M(aura_conn_reader_t, listener),
+    M(aura_conn_reader_t, holder), M(aura_conn_reader_t, since),
+    M(aura_conn_reader_t, deadline), M(aura_conn_reader_t, cap),
+    M(aura_conn_reader_t, port), M(aura_conn_reader_t, bits),
+    M(aura_conn_reader_t, h2), M(aura_conn_reader_t, prefix),
+    M(aura_conn_reader_t, local), M(aura_conn_reader_t, pad),
 };
 #undef M
 
@@ -317,7 +327,8 @@ static const char *const counter_names[AURA_CTR_COUNT] = {
     "breaker_half_opened", "breaker_closed", "actor_lease",
     "stream_ack_refused", "breaker_probe_recovered", "conn_refused",
     "conn_table_full", "conn_reclaimed", "conn_busy", "gone_before_send",
-    "gone_waiting", "late_replies", "anon_rejected"
+    "gone_waiting", "late_replies", "anon_rejected", "conn_shed",
+    "conn_preface_timeout"
 };
 
 /* *off += n, 64-byte aligned, refused beyond AURA_SHM_MAX (so never
@@ -341,10 +352,19 @@ static int by_name(const void *a, const void *b)
  * a child holds at most ThreadLimit connections in a worker, and the
  * event MPM keeps up to AsyncRequestWorkerFactor (2 by default) more
  * per thread waiting without one: 4 connections per thread leave
- * room, 2 records each.
+ * room, 2 records each.  After a journal's records come its reading
+ * connections' records (aura_readers.h), one per 4 records: a child
+ * has at most ThreadLimit connections reading in a worker, and as many
+ * again waiting for the MPM (an HTTP/2 preface).
  * The table has twice the slots of all journals together, so a set
  * fills only by chance.  Bounded so that a huge ServerLimit cannot ask
  * for more than the segment may have. */
+static apr_uint64_t readers_at(apr_uint64_t records)
+{
+    return APR_ALIGN(sizeof(aura_conn_journal_t)
+                     + records * sizeof(apr_uint32_t), 64);
+}
+
 static void conn_geometry(geometry_t *g)
 {
     int daemons = 0, threads = 0;
@@ -362,9 +382,9 @@ static void conn_geometry(geometry_t *g)
      * listener's while it reads its first request. */
     g->journal_records = 8 * (apr_uint64_t)(threads < 16384 ? threads
                                                             : 16384);
-    g->journal_stride = APR_ALIGN(sizeof(aura_conn_journal_t)
-                                  + g->journal_records * sizeof(apr_uint32_t),
-                                  64);
+    g->journal_stride = readers_at(g->journal_records)
+                        + AURA_CONN_READERS(g->journal_records)
+                          * sizeof(aura_conn_reader_t);
     g->conn_sets = aura_conn_sets(2 * g->journals * g->journal_records);
     if (g->conn_sets * AURA_CONN_WAYS < 1024) {
         g->conn_sets = aura_conn_sets(1024);
@@ -617,6 +637,18 @@ aura_conn_journal_t *aura_shm_journal(apr_uint64_t i, apr_uint32_t *records,
                                    + i * shm_base->journal_stride);
 }
 
+aura_conn_reader_t *aura_shm_readers(apr_uint64_t i, apr_uint32_t *n)
+{
+    if (!shm_base || i >= shm_base->journals) {
+        return NULL;
+    }
+    *n = (apr_uint32_t)AURA_CONN_READERS(shm_base->journal_records);
+    return (aura_conn_reader_t *)((char *)shm_base
+                                  + shm_base->journals_offset
+                                  + i * shm_base->journal_stride
+                                  + readers_at(shm_base->journal_records));
+}
+
 volatile apr_uint64_t *aura_shm_breaker(int i)
 {
     return shm_base && i >= 0 && i < AURA_BREAKERS ? &shm_base->breakers[i]
@@ -754,9 +786,11 @@ static const char *check_directory(const aura_shm_header_t *h,
         || h->conn_sets * AURA_CONN_WAYS * sizeof(aura_conn_slot_t)
            > h->size - h->conns_offset
         || h->journals_offset % 64 || h->journals_offset > h->size
-        || h->journals > 65536 || h->journal_stride > (APR_UINT64_C(1) << 20)
-        || h->journal_records * sizeof(apr_uint32_t)
-           + sizeof(aura_conn_journal_t) > h->journal_stride
+        || h->journals > 65536 || h->journal_stride > (APR_UINT64_C(1) << 23)
+        || h->journal_records > (APR_UINT64_C(1) << 17)
+        || readers_at(h->journal_records)
+           + AURA_CONN_READERS(h->journal_records)
+             * sizeof(aura_conn_reader_t) > h->journal_stride
         || h->journals * h->journal_stride > h->size - h->journals_offset) {
         return "the connection table lies outside the segment";
     }

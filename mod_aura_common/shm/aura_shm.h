@@ -14,6 +14,7 @@
 #include "limit/aura_conntable.h"
 #include "limit/aura_gcra_table.h"
 #include "limit/aura_quota_share.h"
+#include "limit/aura_readers.h"
 #include "resilience/aura_breaker_fsm.h"
 #include "resilience/aura_streamtab.h"
 
@@ -64,6 +65,8 @@ typedef enum {
     AURA_CTR_GONE_WAITING,     /* client gone while its reply was awaited */
     AURA_CTR_LATE_REPLIES,     /* replies dropped: their request was gone */
     AURA_CTR_ANON_REJECTED,    /* 429 actor-quota of anonymous requests */
+    AURA_CTR_CONN_SHED,        /* readers closed to admit a newcomer */
+    AURA_CTR_CONN_PREFACE_TIMEOUT, /* HTTP/2 preface + SETTINGS too late */
     AURA_CTR_COUNT
 } aura_counter_e;
 void aura_count(aura_counter_e c);
@@ -103,6 +106,8 @@ typedef enum {
     AURA_FLAG_TARGETS_LOGGED,  /* second of the last "targets full" line */
     AURA_FLAG_CONNS_LOGGED,    /* second of the last "connections full" */
     AURA_FLAG_ANON_LOGGED,     /* second of the last anonymous refusal line */
+    AURA_FLAG_SHED_LOGGED,     /* second of the last "reader shed" line */
+    AURA_FLAG_PREFACE_LOGGED,  /* second of the last "preface late" line */
     AURA_FLAG_COUNT
 } aura_flag_e;
 volatile apr_uint64_t *aura_shm_flag(aura_flag_e f);
@@ -124,6 +129,9 @@ aura_target_slot_t *aura_shm_targets(apr_uint64_t *n);
 aura_conn_slot_t *aura_shm_conns(apr_uint64_t *sets);
 aura_conn_journal_t *aura_shm_journal(apr_uint64_t i, apr_uint32_t *records,
                                       apr_uint64_t *n);
+/* The reading-connection records of journal i (aura_readers.h), n of
+ * them; NULL when there is no segment (or no such journal). */
+aura_conn_reader_t *aura_shm_readers(apr_uint64_t i, apr_uint32_t *n);
 /* Walk the target table (n slots): NULL, or what is wrong
  * (aura_breaker_base.c). */
 const char *aura_breaker_validate_targets(aura_target_slot_t *t,
