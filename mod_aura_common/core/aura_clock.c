@@ -6,6 +6,9 @@
  */
 #include "core/aura_clock.h"
 
+#include "apr_atomic.h"
+#include "apr_time.h"
+
 #include <time.h>
 
 #define NS_PER_S  APR_UINT64_C(1000000000)
@@ -23,4 +26,13 @@ apr_uint64_t aura_clock_ns(void)
 apr_uint64_t aura_ceil_div(apr_uint64_t a, apr_uint64_t b)
 {
     return (a + b - 1) / b;
+}
+
+int aura_log_due(volatile apr_uint64_t *last, apr_uint64_t interval_s)
+{
+    apr_uint64_t now = (apr_uint64_t)apr_time_sec(apr_time_now());
+    apr_uint64_t was = apr_atomic_read64(last);
+
+    return (!was || now - was >= interval_s)
+           && apr_atomic_cas64(last, now, was) == was;
 }

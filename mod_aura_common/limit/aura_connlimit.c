@@ -67,6 +67,7 @@
  * child's journal, its free-record stack (guarded by a thread mutex of
  * the child pool) and, in post_config, the auto cap.
  */
+#include "core/aura_clock.h"
 #include "core/aura_module.h"
 #include "core/aura_config.h"
 #include "core/aura_plane.h"
@@ -339,11 +340,7 @@ static conn_counts_t *counts_of(conn_rec *c)
 static void log_refused(conn_rec *c, aura_conn_slot_t *s,
                         apr_uint64_t count, int cap)
 {
-    apr_uint64_t now = (apr_uint64_t)apr_time_sec(apr_time_now());
-    apr_uint64_t was = apr_atomic_read64(&s->logged);
-
-    if ((was && now - was < LOG_INTERVAL)
-        || apr_atomic_cas64(&s->logged, now, was) != was) {
+    if (!aura_log_due(&s->logged, LOG_INTERVAL)) {
         return;
     }
     ap_log_cerror(APLOG_MARK, APLOG_WARNING, 0, c, AURA_LOGNO(00900)
@@ -357,15 +354,8 @@ static void log_refused(conn_rec *c, aura_conn_slot_t *s,
 static void log_full(conn_rec *c)
 {
     volatile apr_uint64_t *last = aura_shm_flag(AURA_FLAG_CONNS_LOGGED);
-    apr_uint64_t now = (apr_uint64_t)apr_time_sec(apr_time_now());
-    apr_uint64_t was;
 
-    if (!last) {
-        return;
-    }
-    was = apr_atomic_read64(last);
-    if ((was && now - was < LOG_INTERVAL)
-        || apr_atomic_cas64(last, now, was) != was) {
+    if (!last || !aura_log_due(last, LOG_INTERVAL)) {
         return;
     }
     ap_log_cerror(APLOG_MARK, APLOG_WARNING, 0, c, AURA_LOGNO(00901)
@@ -380,11 +370,7 @@ static void log_full(conn_rec *c)
 static void log_busy(conn_rec *c, aura_conn_slot_t *s, int cap,
                      const aura_readers_choice_t *ch)
 {
-    apr_uint64_t now = (apr_uint64_t)apr_time_sec(apr_time_now());
-    apr_uint64_t was = apr_atomic_read64(&s->logged);
-
-    if ((was && now - was < LOG_INTERVAL)
-        || apr_atomic_cas64(&s->logged, now, was) != was) {
+    if (!aura_log_due(&s->logged, LOG_INTERVAL)) {
         return;
     }
     ap_log_cerror(APLOG_MARK, APLOG_WARNING, 0, c, AURA_LOGNO(00906)
@@ -403,9 +389,7 @@ static void log_shed(conn_rec *c, const aura_conn_reader_t *victim,
                      const aura_readers_choice_t *ch, int cap)
 {
     volatile apr_uint64_t *last = aura_shm_flag(AURA_FLAG_SHED_LOGGED);
-    apr_uint64_t now = (apr_uint64_t)apr_time_sec(apr_time_now());
     apr_interval_time_t age = apr_time_now() - (apr_time_t)victim->since;
-    apr_uint64_t was;
     char who[64];
 
     aura_prefix_text(victim->prefix, victim->bits, who, sizeof(who));
@@ -415,12 +399,7 @@ static void log_shed(conn_rec *c, const aura_conn_reader_t *victim,
                   APR_TIME_T_FMT " ms) for one from %s", c->local_ip,
                   (unsigned)c->local_addr->port, cap, who, ch->top,
                   apr_time_as_msec(age), c->client_ip);
-    if (!last) {
-        return;
-    }
-    was = apr_atomic_read64(last);
-    if ((was && now - was < LOG_INTERVAL)
-        || apr_atomic_cas64(last, now, was) != was) {
+    if (!last || !aura_log_due(last, LOG_INTERVAL)) {
         return;
     }
     ap_log_cerror(APLOG_MARK, APLOG_WARNING, 0, c, AURA_LOGNO(01502)
@@ -726,12 +705,9 @@ static void watch_readers(server_rec *s)
     }
     if (late) {
         volatile apr_uint64_t *last = aura_shm_flag(AURA_FLAG_PREFACE_LOGGED);
-        apr_uint64_t sec = (apr_uint64_t)apr_time_sec(now), was;
         char who[64];
 
-        if (last && (!(was = apr_atomic_read64(last))
-                     || sec - was >= LOG_INTERVAL)
-            && apr_atomic_cas64(last, sec, was) == was) {
+        if (last && aura_log_due(last, LOG_INTERVAL)) {
             ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, AURA_LOGNO(01503)
                          "%u HTTP/2 connection(s) closed (one of %s to "
                          "port %u): no preface and SETTINGS within "

@@ -33,6 +33,7 @@
  * per child (LEASE_SLOTS entries, direct-mapped by a keyed hash of the
  * actor and quota, one mutex): a collision only ends a lease early.
  */
+#include "core/aura_clock.h"
 #include "core/aura_module.h"
 #include "core/aura_config.h"
 #include "limit/aura_limit.h"
@@ -405,16 +406,9 @@ static void anon_refused(request_rec *r, const char *id,
                          const aura_quota_t *q)
 {
     volatile apr_uint64_t *last = aura_shm_flag(AURA_FLAG_ANON_LOGGED);
-    apr_uint64_t now = (apr_uint64_t)apr_time_sec(apr_time_now());
-    apr_uint64_t was;
 
     aura_count(AURA_CTR_ANON_REJECTED);
-    if (!last) {
-        return;
-    }
-    was = apr_atomic_read64(last);
-    if ((was && now - was < ANON_LOG_INTERVAL)
-        || apr_atomic_cas64(last, now, was) != was) {
+    if (!last || !aura_log_due(last, ANON_LOG_INTERVAL)) {
         return;
     }
     ap_log_rerror(APLOG_MARK, APLOG_NOTICE, 0, r, AURA_LOGNO(01422)

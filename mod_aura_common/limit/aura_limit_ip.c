@@ -19,6 +19,7 @@
  * headers-09 (policies "ip" and "actor"); admitted requests carry the
  * actor stage's remaining quota.
  */
+#include "core/aura_clock.h"
 #include "core/aura_module.h"
 #include "core/aura_config.h"
 #include "limit/aura_addr.h"
@@ -56,7 +57,7 @@ apr_status_t aura_ratelimit_post_config(apr_pool_t *pconf, server_rec *s)
 void aura_limiter_full(request_rec *r, int n)
 {
     aura_limiter_slot_t *slots;
-    apr_uint64_t sets, was, now = (apr_uint64_t)apr_time_sec(apr_time_now());
+    apr_uint64_t sets;
     aura_shm_table_t *t = aura_shm_table(n, &slots, &sets);
 
     aura_count(AURA_CTR_IP_TABLE_FULL);
@@ -64,9 +65,7 @@ void aura_limiter_full(request_rec *r, int n)
         return;
     }
     apr_atomic_inc64(&t->full);
-    was = apr_atomic_read64(&t->full_logged);
-    if (now - was < FULL_LOG_INTERVAL
-        || apr_atomic_cas64(&t->full_logged, now, was) != was) {
+    if (!aura_log_due(&t->full_logged, FULL_LOG_INTERVAL)) {
         return;
     }
     if (n == AURA_TABLE_ACTOR) {

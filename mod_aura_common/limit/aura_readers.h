@@ -28,7 +28,7 @@
  * sequence number bumped at every claim: a record freed and claimed
  * again after a shedder looked at it is never shed by mistake.  The
  * owning child then closes the connection (aura_connlimit.c: a
- * mod_watchdog callback shuts its socket down).
+ * thread of its own shuts its socket down within SHED_EVERY).
  */
 #ifndef AURA_READERS_H
 #define AURA_READERS_H

@@ -31,6 +31,7 @@
  * without a breaker for its target (counted, logged once a minute):
  * degraded, never refused and never blocking.
  */
+#include "core/aura_clock.h"
 #include "core/aura_module.h"
 #include "core/aura_watchdog.h"
 #include "core/aura_config.h"
@@ -262,10 +263,8 @@ static int enter_service(request_rec *r, int service,
 static void log_targets_full(request_rec *r, const char *target)
 {
     volatile apr_uint64_t *last = aura_shm_flag(AURA_FLAG_TARGETS_LOGGED);
-    apr_uint64_t now = (apr_uint64_t)apr_time_sec(apr_time_now());
-    apr_uint64_t was = apr_atomic_read64(last);
 
-    if (now - was >= 60 && apr_atomic_cas64(last, now, was) == was) {
+    if (aura_log_due(last, 60)) {
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, AURA_LOGNO(00124)
                       "target breaker table full around %s: its requests "
                       "go without a breaker of their own (logged once a "

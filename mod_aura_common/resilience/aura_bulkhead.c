@@ -19,13 +19,16 @@
  *     other services of its plane room.
  *
  * Past either cap the answer is 503 service-saturated at once, with
- * Retry-After, and nothing is sent.  A long-lived request (a stream)
- * takes the plane's slot and, instead of its service's, the long-lived
- * budget (aura_streams.c): its counters and records are kept here, in
- * the same hold, so that they go back on the same paths.  The counters are in the shared
- * segment (all children of the instance count together), taken by
- * compare-and-swap below the cap (aura_cap.c), and given back by
- * aura_cap_leave() or the request pool's cleanup, on every exit path.
+ * Retry-After, and nothing is sent; below it, each class of request
+ * may fill only its share (AuraShedding, aura_shed.h): past it, 503
+ * load-shed.  A long-lived request (a stream) takes the plane's slot
+ * and, instead of its service's, the long-lived budget
+ * (aura_streams.c): its counters and records are kept here, in the same
+ * hold, so that they go back on the same paths.  The counters are in
+ * the shared segment (all children of the instance count together),
+ * taken by compare-and-swap below the cap (aura_cap.c), and given back
+ * by aura_cap_leave() or the request pool's cleanup, on every exit
+ * path.
  *
  * A child killed with SIGKILL (or crashing) runs no cleanup: its slots
  * would be lost for good, and enough such deaths would refuse a
@@ -42,6 +45,7 @@
  *
  * Lock-free throughout: atomics only, no mutex, no I/O while counting.
  */
+#include "core/aura_clock.h"
 #include "core/aura_module.h"
 #include "core/aura_config.h"
 #include "core/aura_plane.h"
@@ -93,10 +97,36 @@ static volatile apr_uint64_t *counter_at(aura_cap_shm_t *cap, int i)
                                  : &cap->streams[i - AURA_CAP_COUNTERS];
 }
 
-static const char *counter_name(int idx)
+const char *aura_cap_counter_name(int idx)
 {
     return idx < AURA_SVC_COUNT ? aura_service_names[idx]
-           : idx == AURA_SVC_COUNT ? "data" : "management";
+           : aura_plane_at(idx - AURA_SVC_COUNT)->name;
+}
+
+
+/* What a counter counts, for log lines and problem details: "service
+ * <name>", "the data plane", "the management plane". */
+const char *aura_cap_what(apr_pool_t *p, int idx)
+{
+    return idx < AURA_SVC_COUNT
+           ? apr_pstrcat(p, "service ", aura_cap_counter_name(idx), NULL)
+           : apr_pstrcat(p, "the ", aura_cap_counter_name(idx), " plane",
+                         NULL);
+}
+
+/* One family of /metrics over the counters of every service and plane
+ * (v in the order of in_flight, aura_shm.h). */
+void aura_cap_series(request_rec *r, const char *name, const char *type,
+                     const char *help, volatile apr_uint64_t *v)
+{
+    int c;
+
+    ap_rprintf(r, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    for (c = 0; c < AURA_CAP_COUNTERS; c++) {
+        ap_rprintf(r, "%s{%s=\"%s\"} %" APR_UINT64_T_FMT "\n", name,
+                   c < AURA_SVC_COUNT ? "service" : "plane",
+                   aura_cap_counter_name(c), apr_atomic_read64(&v[c]));
+    }
 }
 
 apr_status_t aura_cap_post_config(apr_pool_t *pconf, server_rec *s)
@@ -541,16 +571,11 @@ int aura_cap_plane_index(aura_plane_e plane)
 static int refuse(request_rec *r, aura_cap_shm_t *cap, int idx,
                   apr_uint64_t limit)
 {
-    apr_uint64_t now = (apr_uint64_t)apr_time_sec(apr_time_now());
-    apr_uint64_t was = apr_atomic_read64(&cap->logged[idx]);
     int svc = idx < AURA_SVC_COUNT;
-    const char *what = apr_pstrcat(r->pool, svc ? "service " : "the ",
-                                   counter_name(idx), svc ? "" : " plane",
-                                   NULL);
+    const char *what = aura_cap_what(r->pool, idx);
 
     apr_atomic_inc64(&cap->refused[idx]);
-    if (now - was >= LOG_INTERVAL
-        && apr_atomic_cas64(&cap->logged[idx], now, was) == was) {
+    if (aura_log_due(&cap->logged[idx], LOG_INTERVAL)) {
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, AURA_LOGNO(00704)
                       "%s saturated: %" APR_UINT64_T_FMT " upstream "
                       "requests in flight, its cap (%s); refused with 503 "
@@ -588,16 +613,10 @@ static aura_class_e request_class(request_rec *r, const aura_request_t *rq,
 static int shed(request_rec *r, aura_cap_shm_t *cap, int idx,
                 aura_class_e cls, apr_uint64_t limit, apr_uint64_t full)
 {
-    apr_uint64_t now = (apr_uint64_t)apr_time_sec(apr_time_now());
-    apr_uint64_t was = apr_atomic_read64(&cap->shed_logged[cls]);
-    int svc = idx < AURA_SVC_COUNT;
-    const char *what = apr_pstrcat(r->pool, svc ? "service " : "the ",
-                                   counter_name(idx), svc ? "" : " plane",
-                                   NULL);
+    const char *what = aura_cap_what(r->pool, idx);
 
     apr_atomic_inc64(&cap->shed[cls]);
-    if (now - was >= LOG_INTERVAL
-        && apr_atomic_cas64(&cap->shed_logged[cls], now, was) == was) {
+    if (aura_log_due(&cap->shed_logged[cls], LOG_INTERVAL)) {
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, AURA_LOGNO(01605)
                       "%s: %s requests shed at %" APR_UINT64_T_FMT " of %"
                       APR_UINT64_T_FMT " in flight, the rest is kept for "
@@ -731,9 +750,9 @@ void aura_cap_describe(json_t *obj)
     o = json_object();
     for (c = 0; c < AURA_CAP_COUNTERS; c++) {
         json_object_set_new(c < AURA_SVC_COUNT ? svc : planes,
-                            counter_name(c), json_integer((json_int_t)
+                            aura_cap_counter_name(c), json_integer((json_int_t)
                             apr_atomic_read64(&cap->in_flight[c])));
-        json_object_set_new(refused, counter_name(c), json_integer(
+        json_object_set_new(refused, aura_cap_counter_name(c), json_integer(
                             (json_int_t)apr_atomic_read64(&cap->refused[c])));
     }
     for (i = 0; i < n; i++) {
@@ -774,23 +793,12 @@ void aura_cap_metrics(request_rec *r)
     if (!cap) {
         return;
     }
-    ap_rputs("# HELP aura_upstream_in_flight Upstream requests the instance "
-             "has in flight, by service and by plane.\n"
-             "# TYPE aura_upstream_in_flight gauge\n", r);
-    for (c = 0; c < AURA_CAP_COUNTERS; c++) {
-        ap_rprintf(r, "aura_upstream_in_flight{%s=\"%s\"} %"
-                   APR_UINT64_T_FMT "\n", c < AURA_SVC_COUNT ? "service"
-                                                             : "plane",
-                   counter_name(c), apr_atomic_read64(&cap->in_flight[c]));
-    }
-    ap_rputs("# HELP aura_saturated_total Requests refused with 503 "
-             "service-saturated, by the cap that refused them.\n"
-             "# TYPE aura_saturated_total counter\n", r);
-    for (c = 0; c < AURA_CAP_COUNTERS; c++) {
-        ap_rprintf(r, "aura_saturated_total{%s=\"%s\"} %" APR_UINT64_T_FMT
-                   "\n", c < AURA_SVC_COUNT ? "service" : "plane",
-                   counter_name(c), apr_atomic_read64(&cap->refused[c]));
-    }
+    aura_cap_series(r, "aura_upstream_in_flight", "gauge", "Upstream "
+                    "requests the instance has in flight, by service and "
+                    "by plane.", cap->in_flight);
+    aura_cap_series(r, "aura_saturated_total", "counter", "Requests refused "
+                    "with 503 service-saturated, by the cap that refused "
+                    "them.", cap->refused);
     ap_rputs("# HELP aura_shed_total Requests refused with 503 load-shed "
              "(their class's share of a cap was full), by class.\n"
              "# TYPE aura_shed_total counter\n", r);

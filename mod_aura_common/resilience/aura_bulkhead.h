@@ -28,6 +28,13 @@ const char *aura_set_plane_max_in_flight(cmd_parms *cmd, void *dummy,
 const char *aura_set_shedding(cmd_parms *cmd, void *dirv, int argc,
                               char *const argv[]);
 void aura_cap_metrics(request_rec *r);
+/* A service's or plane's name by its counter index (in_flight order). */
+const char *aura_cap_counter_name(int idx);
+/* "service <name>" or "the <plane> plane", in p. */
+const char *aura_cap_what(apr_pool_t *p, int idx);
+/* One /metrics family over the counters v of every service and plane. */
+void aura_cap_series(request_rec *r, const char *name, const char *type,
+                     const char *help, volatile apr_uint64_t *v);
 
 /* ---- for aura_streams.c (the long-lived budget) ----------------------
  * A hold is a set of counters of the segment, each by its index in a

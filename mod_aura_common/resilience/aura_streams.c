@@ -47,6 +47,7 @@
  * of aura_bulkhead.c; the stream records carry the child's pid).
  * Lock-free: atomics only, no I/O while counting; logged after.
  */
+#include "core/aura_clock.h"
 #include "core/aura_module.h"
 #include "core/aura_config.h"
 #include "core/aura_plane.h"
@@ -78,11 +79,6 @@
 #define AUTO_ADDRESS_PCT 5
 #define AUTO_ACTOR_PCT   10
 
-static const char *counter_name(int idx)
-{
-    return idx < AURA_SVC_COUNT ? aura_service_names[idx]
-           : aura_plane_at(idx - AURA_SVC_COUNT)->name;
-}
 
 static apr_uint64_t plane_streams_cap(const server_rec *s,
                                       aura_plane_e plane)
@@ -98,11 +94,7 @@ static apr_uint64_t plane_streams_cap(const server_rec *s,
  * per LOG_INTERVAL across the instance). */
 static int log_due(volatile apr_uint64_t *logged)
 {
-    apr_uint64_t now = (apr_uint64_t)apr_time_sec(apr_time_now());
-    apr_uint64_t was = apr_atomic_read64(logged);
-
-    return now - was >= LOG_INTERVAL
-           && apr_atomic_cas64(logged, now, was) == was;
+    return aura_log_due(logged, LOG_INTERVAL);
 }
 
 /* 503 stream-saturated: the budget of counter idx (a service's or a
@@ -111,9 +103,7 @@ static int refuse_budget(request_rec *r, aura_cap_shm_t *cap, int idx,
                          apr_uint64_t limit)
 {
     int svc = idx < AURA_SVC_COUNT;
-    const char *what = apr_pstrcat(r->pool, svc ? "service " : "the ",
-                                   counter_name(idx), svc ? "" : " plane",
-                                   NULL);
+    const char *what = aura_cap_what(r->pool, idx);
 
     apr_atomic_inc64(&cap->stream_refused[idx]);
     if (log_due(&cap->stream_logged[idx])) {
@@ -423,9 +413,9 @@ void aura_stream_describe(json_t *obj)
     refused = json_object();
     for (c = 0; c < AURA_CAP_COUNTERS; c++) {
         json_object_set_new(c < AURA_SVC_COUNT ? svc : planes,
-                            counter_name(c), json_integer((json_int_t)
+                            aura_cap_counter_name(c), json_integer((json_int_t)
                             apr_atomic_read64(&cap->streams[c])));
-        json_object_set_new(refused, counter_name(c), json_integer(
+        json_object_set_new(refused, aura_cap_counter_name(c), json_integer(
             (json_int_t)apr_atomic_read64(&cap->stream_refused[c])));
     }
     limited = json_object();
@@ -499,24 +489,12 @@ void aura_stream_metrics(request_rec *r)
     if (!cap) {
         return;
     }
-    ap_rputs("# HELP aura_streams_open Long-lived requests (streams) the "
-             "instance has open, by service and by plane.\n"
-             "# TYPE aura_streams_open gauge\n", r);
-    for (c = 0; c < AURA_CAP_COUNTERS; c++) {
-        ap_rprintf(r, "aura_streams_open{%s=\"%s\"} %" APR_UINT64_T_FMT
-                   "\n", c < AURA_SVC_COUNT ? "service" : "plane",
-                   counter_name(c), apr_atomic_read64(&cap->streams[c]));
-    }
-    ap_rputs("# HELP aura_stream_saturated_total Streams refused with 503 "
-             "stream-saturated, by the budget that refused them.\n"
-             "# TYPE aura_stream_saturated_total counter\n", r);
-    for (c = 0; c < AURA_CAP_COUNTERS; c++) {
-        ap_rprintf(r, "aura_stream_saturated_total{%s=\"%s\"} %"
-                   APR_UINT64_T_FMT "\n", c < AURA_SVC_COUNT ? "service"
-                                                             : "plane",
-                   counter_name(c),
-                   apr_atomic_read64(&cap->stream_refused[c]));
-    }
+    aura_cap_series(r, "aura_streams_open", "gauge", "Long-lived requests "
+                    "(streams) the instance has open, by service and by "
+                    "plane.", cap->streams);
+    aura_cap_series(r, "aura_stream_saturated_total", "counter", "Streams "
+                    "refused with 503 stream-saturated, by the budget that "
+                    "refused them.", cap->stream_refused);
     ap_rputs("# HELP aura_stream_limited_total Streams refused with 429 "
              "stream-limit by the cap that refused them (address, actor), "
              "or with 503 for want of a record (table_full).\n"

@@ -3,7 +3,8 @@
  * test_limiter.c: the shared GCRA table (aura_gcra_table.c) and the keyed
  * hash that indexes it (aura_siphash.c): reference vectors, exact
  * admission, take-over only of slots at full credit, fail-open when a
- * set is full, and exactness under threads racing on one key.
+ * set is full, and exactness under threads racing on one key; the
+ * once-per-interval gate of the rate-limited log lines (aura_clock.c).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,7 +14,10 @@
 #include <string.h>
 
 #include "limit/aura_gcra_table.h"
+#include "core/aura_clock.h"
 #include "core/aura_siphash.h"
+
+#include "apr_time.h"
 
 #define S  APR_UINT64_C(1000000000)
 #define MS APR_UINT64_C(1000000)
@@ -242,6 +246,25 @@ static void test_threads(void **state)
     }
 }
 
+/* The rate-limited log lines: the first caller logs, the next one
+ * within the interval does not, one after it does again. */
+static void test_log_due(void **state)
+{
+    volatile apr_uint64_t last = 0;
+    apr_uint64_t now = (apr_uint64_t)apr_time_sec(apr_time_now());
+
+    (void)state;
+    assert_true(aura_log_due(&last, 60));
+    assert_true(last >= now);
+    assert_false(aura_log_due(&last, 60));
+    /* Half an interval ago: not yet; more than one ago: again. */
+    last = (apr_uint64_t)apr_time_sec(apr_time_now()) - 30;
+    assert_false(aura_log_due(&last, 60));
+    last = (apr_uint64_t)apr_time_sec(apr_time_now()) - 61;
+    assert_true(aura_log_due(&last, 60));
+    assert_false(aura_log_due(&last, 60));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -251,6 +274,7 @@ int main(void)
         cmocka_unit_test(test_full_and_takeover),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_validate),
+        cmocka_unit_test(test_log_due),
     };
 
     return cmocka_run_group_tests_name("limiter", tests, NULL, NULL);
