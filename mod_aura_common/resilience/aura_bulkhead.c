@@ -609,21 +609,23 @@ static aura_class_e request_class(request_rec *r, const aura_request_t *rq,
 
 /* A request refused below the cap, at its class's ceiling: the slots
  * above are reserved for more trusted classes.  Counted per class, one
- * line per class every LOG_INTERVAL for the instance, 503 load-shed. */
-static int shed(request_rec *r, aura_cap_shm_t *cap, int idx,
+ * line per class every LOG_INTERVAL for the instance, 503 load-shed.
+ * i is a held index: an in-flight cap, or a stream budget. */
+static int shed(request_rec *r, aura_cap_shm_t *cap, int i,
                 aura_class_e cls, apr_uint64_t limit, apr_uint64_t full)
 {
-    const char *what = aura_cap_what(r->pool, idx);
+    const char *what = aura_cap_what(r->pool, i % AURA_CAP_COUNTERS);
 
     apr_atomic_inc64(&cap->shed[cls]);
     if (aura_log_due(&cap->shed_logged[cls], LOG_INTERVAL)) {
         ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, AURA_LOGNO(01605)
                       "%s: %s requests shed at %" APR_UINT64_T_FMT " of %"
-                      APR_UINT64_T_FMT " in flight, the rest is kept for "
-                      "more trusted requests (AuraShedding); refused with "
-                      "503 load-shed (%" APR_UINT64_T_FMT " so far; logged "
-                      "at most every %d s per class)", what,
+                      APR_UINT64_T_FMT " %s, the rest is kept for more "
+                      "trusted requests (AuraShedding); refused with 503 "
+                      "load-shed (%" APR_UINT64_T_FMT " so far; logged at "
+                      "most every %d s per class)", what,
                       aura_class_name(cls), limit, full,
+                      i < AURA_CAP_COUNTERS ? "in flight" : "streams open",
                       apr_atomic_read64(&cap->shed[cls]), LOG_INTERVAL);
     }
     apr_table_setn(r->err_headers_out, "Retry-After", RETRY_AFTER);
@@ -635,23 +637,39 @@ static int shed(request_rec *r, aura_cap_shm_t *cap, int idx,
     return HTTP_SERVICE_UNAVAILABLE;
 }
 
+int aura_cap_take_class(request_rec *r, aura_cap_hold_t *h, int i,
+                        apr_uint64_t full)
+{
+    aura_cap_proc_t *procs;
+    apr_uint64_t n, limit;
+    aura_cap_shm_t *cap = aura_shm_cap(&procs, &n);
+    aura_request_t *rq = aura_request_get(r);
+    const aura_shed_conf_t *conf;
+    aura_class_e cls;
+
+    if (!cap || !rq) {
+        return OK;
+    }
+    cls = request_class(r, rq, &conf);
+    limit = aura_class_limit(full, conf, cls);
+    if (aura_cap_hold_take(r, h, i, limit)) {
+        return OK;
+    }
+    if (limit < full && apr_atomic_read64(counter_at(cap, i)) < full) {
+        return shed(r, cap, i, cls, limit, full);
+    }
+    return DECLINED;
+}
+
 /* Counter idx below its cap for the request's class: OK, or the 503 of
  * whichever limit refused it (the cap itself: service-saturated; the
  * class's ceiling below it: load-shed). */
 static int take_for_class(request_rec *r, aura_cap_shm_t *cap,
-                          aura_cap_hold_t *h, int idx, apr_uint64_t full,
-                          aura_class_e cls, const aura_shed_conf_t *conf)
+                          aura_cap_hold_t *h, int idx, apr_uint64_t full)
 {
-    apr_uint64_t limit = aura_class_limit(full, conf, cls);
+    int rc = aura_cap_take_class(r, h, idx, full);
 
-    if (aura_cap_hold_take(r, h, idx, limit)) {
-        return OK;
-    }
-    if (limit < full
-        && apr_atomic_read64(&cap->in_flight[idx]) < full) {
-        return shed(r, cap, idx, cls, limit, full);
-    }
-    return refuse(r, cap, idx, full);
+    return rc == DECLINED ? refuse(r, cap, idx, full) : rc;
 }
 
 int aura_cap_enter(request_rec *r, int service, aura_cap_hold_t **out)
@@ -661,8 +679,6 @@ int aura_cap_enter(request_rec *r, int service, aura_cap_hold_t **out)
     aura_cap_shm_t *cap = aura_shm_cap(&procs, &n);
     aura_request_t *rq = aura_request_get(r);
     aura_cap_hold_t *h;
-    const aura_shed_conf_t *conf;
-    aura_class_e cls;
     int pidx, rc;
 
     *out = NULL;
@@ -679,9 +695,8 @@ int aura_cap_enter(request_rec *r, int service, aura_cap_hold_t **out)
      * and the reclaim gives back one slot too many (one request admitted
      * over the cap, once), never one slot lost for good. */
     h = aura_cap_hold_make(r);
-    cls = request_class(r, rq, &conf);
-    if ((rc = take_for_class(r, cap, h, pidx, pcap, cls, conf)) != OK
-        || (rc = take_for_class(r, cap, h, service, scap, cls, conf)) != OK) {
+    if ((rc = take_for_class(r, cap, h, pidx, pcap)) != OK
+        || (rc = take_for_class(r, cap, h, service, scap)) != OK) {
         aura_cap_leave(h);
         return rc;
     }
@@ -695,8 +710,6 @@ int aura_cap_enter_plane(request_rec *r, aura_cap_hold_t *h)
     apr_uint64_t n, pcap;
     aura_cap_shm_t *cap = aura_shm_cap(&procs, &n);
     aura_request_t *rq = aura_request_get(r);
-    const aura_shed_conf_t *conf;
-    aura_class_e cls;
     int pidx;
 
     if (!cap || !rq) {
@@ -704,8 +717,7 @@ int aura_cap_enter_plane(request_rec *r, aura_cap_hold_t *h)
     }
     pidx = plane_index(rq->plane);
     pcap = plane_cap(r->server, rq->plane);
-    cls = request_class(r, rq, &conf);
-    return take_for_class(r, cap, h, pidx, pcap, cls, conf);
+    return take_for_class(r, cap, h, pidx, pcap);
 }
 
 /* ---- what operators see ------------------------------------------------ */

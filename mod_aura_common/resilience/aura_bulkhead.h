@@ -55,6 +55,13 @@ int aura_cap_hold_done(const aura_cap_hold_t *h);
 void aura_cap_hold_set_record(aura_cap_hold_t *h, apr_uint64_t idx);
 /* Release the hold's stream record now, if it has one. */
 void aura_cap_hold_drop_record(aura_cap_hold_t *h);
+/* Held index i (an in-flight cap, or AURA_CAP_COUNTERS + a stream
+ * budget) into h below full, or below the request class's share of it
+ * (AuraShedding): OK; 503 load-shed noted when the class's share is
+ * full and the cap is not; DECLINED when the whole cap is full (the
+ * caller refuses in its own words). */
+int aura_cap_take_class(request_rec *r, aura_cap_hold_t *h, int i,
+                        apr_uint64_t full);
 /* The plane's slot into h: OK, or 503 service-saturated noted. */
 int aura_cap_enter_plane(request_rec *r, aura_cap_hold_t *h);
 /* Gives back what pid held if it is dead: whether anything came back. */

@@ -278,13 +278,23 @@ static int take_budget(request_rec *r, aura_cap_shm_t *cap,
                                          aura_cap_workers(),
                                          AUTO_SERVICE_PCT);
 
-    if (!aura_cap_hold_take(r, h, AURA_CAP_COUNTERS + pidx, pcap)) {
+    int rc;
+
+    /* Each class fills only its share of a budget (AuraShedding), as of
+     * the in-flight caps: the public anon key cannot take the streams a
+     * service_role backend needs. */
+    rc = aura_cap_take_class(r, h, AURA_CAP_COUNTERS + pidx, pcap);
+    if (rc == DECLINED) {
         return refuse_budget(r, cap, pidx, pcap);
     }
-    if (!aura_cap_hold_take(r, h, AURA_CAP_COUNTERS + service, scap)) {
+    if (rc != OK) {
+        return rc;
+    }
+    rc = aura_cap_take_class(r, h, AURA_CAP_COUNTERS + service, scap);
+    if (rc == DECLINED) {
         return refuse_budget(r, cap, service, scap);
     }
-    return OK;
+    return rc;
 }
 
 int aura_stream_enter(request_rec *r, int service, aura_cap_hold_t **out)

@@ -18,6 +18,8 @@
 # - the same route with AuraShedding off refuses whoever comes next:
 #   the service_role clients lose requests there (what the issue found);
 # - a signed-in user's request passes where the anon key's is shed;
+# - the stream budgets have the same shares: the anon key holds 70 % of
+#   a route's 4 streams, a service_role stream still opens;
 # - /metrics counts the refusals by class, /health shows the ceilings
 #   and the cap's occupancy, and the log says it once per interval.
 use strict;
@@ -27,6 +29,7 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 
 use File::Temp qw(tempdir);
+use IO::Socket::INET;
 use JSON::PP;
 use LWP::UserAgent;
 use POSIX ();
@@ -35,7 +38,7 @@ use Apache::Test qw(-withtestmore);
 use Time::HiRes qw(time);
 use Aura::Test qw(private_httpd wait_until mint exec_count new_reqid);
 
-plan tests => 16;
+plan tests => 20;
 
 my $ANON = 'ak_test_anon_0123456789abcdef';       # proj-a
 my $SERVICE = 'ak_test_service_0123456789abcdef'; # proj-a, service_role
@@ -65,6 +68,13 @@ AuraMetricsTokenFile $dir/metrics.token
     <Location "/v1/shed/">
         AuraService functions nats:aura.functions
         AuraServiceMaxInFlight 10
+    </Location>
+    <Location "/v1/sse/">
+        AuraService realtime $ENV{AURA_TEST_HTTP_URL}
+        AuraStreaming On
+        AuraServiceMaxStreams 4
+        AuraStreamMaxPerAddress 64
+        AuraStreamMaxPerActor 64
     </Location>
     <Location "/v1/noshed/">
         AuraService ai nats:aura.ai
@@ -197,6 +207,36 @@ is($ua->get("$base/v1/shed/x", apikey => $ANON,
             Authorization => "Bearer $alice")->code, 200,
    'a signed-in user passes where the anon key is shed');
 waitpid($_, 0) for @hold;
+
+# --- the stream budgets have the same shares ---------------------------------
+# A budget of 4 streams: the anon key may hold 2 (70 %), the third is
+# shed, while a service_role stream still opens.
+sub open_sse {
+    my ($key) = @_;
+    my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 5)
+        or return (0);
+    print {$s} "GET /v1/sse/sse/100/100 HTTP/1.1\r\nHost: localhost\r\n"
+               . "apikey: $key\r\n\r\n";
+    my $head = '';
+    while ($head !~ /\r\n\r\n/) {
+        my $n = sysread($s, $head, 4096, length $head);
+        last unless $n;
+    }
+    my ($st) = $head =~ m{^HTTP/1\.1 (\d{3})};
+    return ($st // 0, $s, $head);
+}
+my @held;
+for (1 .. 2) {
+    my ($st, $s) = open_sse($ANON);
+    push @held, $s;
+    is($st, 200, "anonymous stream $_ of the anon share opens");
+}
+my ($st3, $s3, $h3) = open_sse($ANON);
+ok($st3 == 503 && $h3 =~ m{"/problems/load-shed"},
+   'the third anonymous stream is shed (503 load-shed)');
+my ($sts, $ss) = open_sse($SERVICE);
+is($sts, 200, 'a service_role stream still opens');
+close $_ for grep { $_ } @held, $s3, $ss;
 
 # --- visible: /metrics and /health --------------------------------------------
 my $m = $ua->get("$base/metrics", Authorization => "Bearer $token")->content;
