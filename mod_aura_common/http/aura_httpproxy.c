@@ -486,7 +486,7 @@ static apr_status_t slow_out_filter(ap_filter_t *f, apr_bucket_brigade *bb)
         if (aura_stream_convert(r, d->service, slot, 1)
             == HTTP_TOO_MANY_REQUESTS) {
             ctx->cut = 1;
-            aura_stream_count_late_cut();
+            aura_stream_count_cut(1);
             ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(01604)
                           "response ended: still being sent after %"
                           APR_TIME_T_FMT " ms (AuraStreamAfter), and its "

@@ -19,6 +19,26 @@
 #define AURA_ADDR_HEX_MAX   (2 * 16 + 2 + 1)
 
 /**
+ * An address as prefix bytes: family (4 or 6), then the address
+ * cut to its leading v4_bits (IPv4, and IPv4-mapped IPv6) or v6_bits.
+ * @param family 4 or 6
+ * @param addr 4 or 16 bytes
+ * @param out 17 bytes (zeroed beyond the address)
+ * @param bits set to the width used
+ * @return the number of meaningful bytes of out (5 or 17)
+ */
+apr_size_t aura_prefix_bytes(int family, const unsigned char *addr,
+                             int v4_bits, int v6_bits, unsigned char *out,
+                             int *bits);
+
+/**
+ * The text of a holder, "192.0.2.7/32" or "2001:db8:1::/48".
+ * @return buf, or "?" when prefix is neither family
+ */
+const char *aura_prefix_text(const unsigned char *prefix, int bits,
+                             char *buf, apr_size_t len);
+
+/**
  * The client address as key bytes: family (4 or 6; 0 without an
  * address), then the address (IPv4, an IPv4-mapped IPv6 address as
  * IPv4, IPv6 cut to its leading v6_prefix bits, the rest zero).

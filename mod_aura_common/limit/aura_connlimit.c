@@ -419,25 +419,18 @@ static void log_shed(conn_rec *c, const aura_conn_reader_t *victim,
 static void describe_reader(const conn_rec *c, const aura_server_conf_t *sc,
                             int cap, aura_conn_reader_t *me)
 {
-    const apr_sockaddr_t *sa = c->client_addr, *la = c->local_addr;
+    const apr_sockaddr_t *la = c->local_addr;
+    int v6 = aura_conf_reading_v6_prefix(sc);
     unsigned char buf[8 + 17];
-    int bits = 0;
 
     memset(me, 0, sizeof(*me));
     me->listener = listener_key(c);
-    aura_prefix_bytes(sa->family == AF_INET ? 4 : 6,
-                      sa->family == AF_INET
-                          ? (const unsigned char *)&sa->sa.sin.sin_addr
-                          : (const unsigned char *)sa->ipaddr_ptr,
-                      32, aura_conf_reading_v6_prefix(sc), me->prefix,
-                      &bits);
-    me->bits = (unsigned char)bits;
+    aura_address_bytes(c->client_addr, v6, me->prefix);
+    me->bits = (unsigned char)(me->prefix[0] == 6 ? v6 : 32);
     memcpy(buf, &me->listener, 8);
     memcpy(buf + 8, me->prefix, 17);
     me->holder = aura_siphash24(aura_shm_hash_key(), buf, sizeof(buf));
-    aura_prefix_bytes(la->family == AF_INET ? 4 : 6,
-                      (const unsigned char *)la->ipaddr_ptr, 32, 128,
-                      me->local, &bits);
+    aura_address_bytes(la, 128, me->local);
     me->port = la->port;
     me->cap = (apr_uint32_t)cap;
     me->since = (apr_uint64_t)apr_time_now();

@@ -9,7 +9,6 @@
 #include "apr_atomic.h"
 #include "apr_strings.h"
 
-#include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,63 +16,6 @@
 typedef char reader_size_check[sizeof(aura_conn_reader_t) == 128 ? 1 : -1];
 
 #define SEQ_ONE APR_UINT64_C(4)
-
-apr_size_t aura_prefix_bytes(int family, const unsigned char *addr,
-                             int v4_bits, int v6_bits, unsigned char *out,
-                             int *bits)
-{
-    static const unsigned char mapped[12] = {
-        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff
-    };
-    int i, width, n;
-
-    memset(out, 0, 17);
-    if (family == 6 && !memcmp(addr, mapped, sizeof(mapped))) {
-        family = 4;
-        addr += 12;
-    }
-    if (family == 6) {
-        out[0] = 6;
-        width = v6_bits < 0 ? 0 : v6_bits > 128 ? 128 : v6_bits;
-        n = 16;
-    }
-    else {
-        out[0] = 4;
-        width = v4_bits < 0 ? 0 : v4_bits > 32 ? 32 : v4_bits;
-        n = 4;
-    }
-    for (i = 0; i < n; i++) {
-        int keep = width - 8 * i;
-
-        out[1 + i] = keep >= 8 ? addr[i]
-                     : keep <= 0 ? 0
-                     : (unsigned char)(addr[i] & (0xff << (8 - keep)));
-    }
-    *bits = width;
-    return (apr_size_t)(1 + n);
-}
-
-const char *aura_prefix_text(const unsigned char *prefix, int bits,
-                             char *buf, apr_size_t len)
-{
-    char ip[64];
-    int af;
-
-    if (prefix[0] == 4) {
-        af = AF_INET;
-    }
-    else if (prefix[0] == 6) {
-        af = AF_INET6;
-    }
-    else {
-        return "?";
-    }
-    if (inet_ntop(af, prefix + 1, ip, sizeof(ip)) == NULL) {
-        return "?";
-    }
-    apr_snprintf(buf, len, "%s/%d", ip, bits);
-    return buf;
-}
 
 apr_uint64_t aura_reader_claim(aura_conn_reader_t *r,
                                const aura_conn_reader_t *from)

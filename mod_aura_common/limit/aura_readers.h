@@ -35,6 +35,7 @@
 
 #include "apr.h"
 #include "apr_errno.h"
+#include "limit/aura_addr.h"
 
 /* States, the low two bits of a record's word; the rest is a sequence. */
 #define AURA_READER_FREE     0
@@ -65,26 +66,6 @@ typedef struct {
 
 /** The records of a journal of n u32 records: one per 4. */
 #define AURA_CONN_READERS(records) ((records) / 4)
-
-/**
- * A client address as holder bytes: family (4 or 6), then the address
- * cut to its leading v4_bits (IPv4, and IPv4-mapped IPv6) or v6_bits.
- * @param family 4 or 6
- * @param addr 4 or 16 bytes
- * @param out 17 bytes (zeroed beyond the address)
- * @param bits set to the width used
- * @return the number of meaningful bytes of out (5 or 17)
- */
-apr_size_t aura_prefix_bytes(int family, const unsigned char *addr,
-                             int v4_bits, int v6_bits, unsigned char *out,
-                             int *bits);
-
-/**
- * The text of a holder, "192.0.2.7/32" or "2001:db8:1::/48".
- * @return buf, or "?" when prefix is neither family
- */
-const char *aura_prefix_text(const unsigned char *prefix, int bits,
-                             char *buf, apr_size_t len);
 
 /**
  * Claim a free record for a connection (owner only): writes the fields

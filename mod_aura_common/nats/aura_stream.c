@@ -306,7 +306,7 @@ static int wait_failed(stream_t *st, natsStatus s, apr_interval_time_t idle)
  * an EventSource reconnects), and the service is told to stop. */
 static int cut_stream(stream_t *st, apr_interval_time_t max)
 {
-    aura_stream_count_cut();
+    aura_stream_count_cut(0);
     ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, st->r, AURA_LOGNO(01600)
                   "stream on %s ended after %" APR_OFF_T_FMT " bytes: its "
                   "maximum duration of %" APR_TIME_T_FMT " ms is over "

@@ -65,7 +65,6 @@
 #include "apr_strings.h"
 
 #include <jansson.h>
-#include <arpa/inet.h>
 #include <unistd.h>
 
 /* Seconds between two log lines about one refusing cap. */
@@ -177,22 +176,6 @@ static int refuse_limit(request_rec *r, aura_cap_shm_t *cap, aura_stream_e e,
 
 /* ---- the record of a stream -------------------------------------------- */
 
-/* The address prefix a client is counted by, as text: an IPv4 address,
- * or an IPv6 one cut to its prefix, with its length. */
-static const char *prefix_text(apr_pool_t *p, const unsigned char *b,
-                               apr_size_t n, int v6_prefix)
-{
-    char buf[INET6_ADDRSTRLEN];
-
-    if (n == 5 && inet_ntop(AF_INET, b + 1, buf, sizeof(buf))) {
-        return apr_pstrcat(p, buf, "/32", NULL);
-    }
-    if (n == 17 && inet_ntop(AF_INET6, b + 1, buf, sizeof(buf))) {
-        return apr_psprintf(p, "%s/%d", buf, v6_prefix);
-    }
-    return "unknown";
-}
-
 /* Dead children holding records of the key that refused (any record
  * when the table is full): given back, so that one more try is worth
  * it.  Whether anything came back. */
@@ -226,7 +209,8 @@ static int take_record(request_rec *r, aura_cap_shm_t *cap,
     apr_uint64_t n, idx = 0, count = 0, addr, actor = 0, what;
     apr_uint64_t acap, kcap, w = aura_cap_workers();
     aura_stream_rec_t *recs = aura_shm_streams(&n);
-    unsigned char bytes[17];
+    unsigned char bytes[AURA_ADDR_BYTES_MAX];
+    char text[64];
     apr_size_t nb;
     const char *prefix;
     aura_stream_e e;
@@ -245,7 +229,8 @@ static int take_record(request_rec *r, aura_cap_shm_t *cap,
                                  (const unsigned char *)rq->actor,
                                  strlen(rq->actor));
     }
-    prefix = prefix_text(r->pool, bytes, nb, v6);
+    prefix = apr_pstrdup(r->pool, aura_prefix_text(bytes, nb == 5 ? 32 : v6,
+                                                   text, sizeof(text)));
     what = ((apr_uint64_t)service << 32)
            | ((apr_uint64_t)apr_time_sec(apr_time_now()) & 0xffffffffu);
     acap = aura_cap_resolve(d->stream_per_address, w, AUTO_ADDRESS_PCT);
@@ -361,25 +346,14 @@ int aura_stream_convert(request_rec *r, int service, aura_cap_hold_t *h,
     return OK;
 }
 
-void aura_stream_count_cut(void)
+void aura_stream_count_cut(int late)
 {
     aura_cap_proc_t *procs;
     apr_uint64_t n;
     aura_cap_shm_t *cap = aura_shm_cap(&procs, &n);
 
     if (cap) {
-        apr_atomic_inc64(&cap->cut);
-    }
-}
-
-void aura_stream_count_late_cut(void)
-{
-    aura_cap_proc_t *procs;
-    apr_uint64_t n;
-    aura_cap_shm_t *cap = aura_shm_cap(&procs, &n);
-
-    if (cap) {
-        apr_atomic_inc64(&cap->late_cut);
+        apr_atomic_inc64(late ? &cap->late_cut : &cap->cut);
     }
 }
 

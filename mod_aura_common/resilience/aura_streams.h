@@ -33,10 +33,9 @@ int aura_stream_convert(request_rec *r, int service, aura_cap_hold_t *hold,
                         int late);
 /* AuraStreamAfter, else AURA_STREAM_AFTER_DEFAULT. */
 apr_interval_time_t aura_stream_after(const aura_dir_conf_t *d);
-/* A response cut because it could not become a stream (counted). */
-void aura_stream_count_late_cut(void);
-/* A stream ended at its maximum duration (counted). */
-void aura_stream_count_cut(void);
+/* Counts a stream ended at its maximum duration (late 0), or a response
+ * cut because it could not become a stream (late 1). */
+void aura_stream_count_cut(int late);
 /* The Location's maximum duration of a stream (AuraStreamMaxDuration,
  * else AURA_STREAM_MAX_DEFAULT). */
 apr_interval_time_t aura_stream_max_duration(const aura_dir_conf_t *d);
