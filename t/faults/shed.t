@@ -10,7 +10,8 @@
 # On a server of its own (2 children of 20 threads), a route whose
 # replies take 150 ms and whose cap is 10 (AuraServiceMaxInFlight):
 # closed-loop clients at three times the capacity, 27 with the anon key
-# and 3 with the service_role key (10 % of the traffic), for 4 s each:
+# and 3 with the service_role key (10 % of the traffic), the anonymous
+# ones sending for as long as the service_role ones send 12 each:
 # - with the defaults, every service_role request succeeds (at least
 #   99 %, the issue's figure), the anonymous clients take every refusal
 #   (at least 95 %), refused with 503 problem+json load-shed and
@@ -91,24 +92,31 @@ my $ua = LWP::UserAgent->new(keep_alive => 1, timeout => 10);
 ok(wait_until(10, sub { $ua->get("$base/health")->code == 200 }),
    'server up');
 
-# $n closed-loop clients per class for $secs, each on its own keep-alive
-# connection; returns { class => { ok, shed, saturated, other } } and
-# writes each client's counts to a file of its own.
+# Closed-loop clients, each on its own keep-alive connection: per class
+# [$n clients, $count requests each, headers...]; a class with a count
+# of 0 keeps sending until every counted client is done, so the route is
+# overloaded for as long as the counted ones send, however slow the
+# machine.  Returns { class => { ok, shed, saturated, other } }; each
+# client writes its counts to a file of its own.
 sub load {
-    my ($path, $secs, %clients) = @_;
-    my (@pids, $k);
+    my ($path, %clients) = @_;
+    my (@counted, @open);
+    my $stop = "$dir/load.stop";
+    unlink $stop;
     my $t0 = time + 0.5;
     for my $class (sort keys %clients) {
-        my ($n, %h) = @{ $clients{$class} };
+        my ($n, $count, %h) = @{ $clients{$class} };
         for my $i (1 .. $n) {
-            $k++;
             my $pid = fork() // die "fork: $!";
-            if ($pid) { push @pids, $pid; next }
-            my $cua = LWP::UserAgent->new(keep_alive => 1, timeout => 10);
+            if ($pid) { push @{ $count ? \@counted : \@open }, $pid; next }
+            my $cua = LWP::UserAgent->new(keep_alive => 1, timeout => 30);
             my %c = (ok => 0, shed => 0, saturated => 0, other => 0,
                      retry => 0);
+            my %what;    # what the other answers were, for the diagnosis
             Time::HiRes::sleep($t0 - time) if $t0 > time;
-            while (time < $t0 + $secs) {
+            my $sent = 0;
+            while ($count ? $sent++ < $count
+                          : !-e $stop && time < $t0 + 120) {
                 my $res = $cua->get("$base$path", 'x-example-delay-ms' => 150,
                                     %h);
                 if ($res->code == 200) { $c{ok}++ }
@@ -123,22 +131,35 @@ sub load {
                           =~ m{"/problems/service-saturated"}) {
                     $c{saturated}++;
                 }
-                else { $c{other}++ }
+                else {
+                    $c{other}++;
+                    my ($type) = ($res->content // '') =~ m{"(/problems/[\w-]+)"};
+                    $what{$res->code . ' ' . ($type // $res->message // '')}++;
+                }
             }
             open(my $out, '>', "$dir/load.$class.$i") or die "$!";
             print {$out} join(' ', map { "$_=$c{$_}" } sort keys %c), "\n";
+            print {$out} join("\t", map { "$_=$what{$_}" } sort keys %what),
+                         "\n" if %what;
             close $out;
             POSIX::_exit(0);
         }
     }
-    waitpid($_, 0) for @pids;
+    waitpid($_, 0) for @counted;
+    open(my $sfh, '>', $stop) or die "$stop: $!";
+    close $sfh;
+    waitpid($_, 0) for @open;
     my %sum;
-    for my $f (glob "$dir/load.*") {
+    for my $f (glob "$dir/load.*.*") {
         my ($class) = $f =~ /load\.(\w+)\.\d+$/;
         open(my $fh, '<', $f) or die "$f: $!";
         for (split ' ', scalar <$fh>) {
             my ($k, $v) = split /=/;
             $sum{$class}{$k} += $v;
+        }
+        if (defined(my $other = <$fh>)) {
+            chomp $other;
+            diag("$class client answered otherwise: $other");
         }
         close $fh;
         unlink $f;
@@ -149,8 +170,8 @@ sub load {
 sub refused { my ($c) = @_; $c->{shed} + $c->{saturated} + $c->{other} }
 
 # --- with the default ceilings ------------------------------------------------
-my $r = load('/v1/shed/x', 4, anon => [27, apikey => $ANON],
-             service => [3, apikey => $SERVICE]);
+my $r = load('/v1/shed/x', anon => [27, 0, apikey => $ANON],
+             service => [3, 12, apikey => $SERVICE]);
 my ($svc, $anon) = @$r{qw(service anon)};
 my $svc_total = $svc->{ok} + refused($svc);
 my $all_refused = refused($svc) + refused($anon);
@@ -168,8 +189,8 @@ is($anon->{retry}, $anon->{shed}, 'every load-shed answer has Retry-After');
 cmp_ok($anon->{ok}, '>', 0, 'anonymous traffic still gets the rest');
 
 # --- AuraShedding off: whoever comes next -------------------------------------
-$r = load('/v1/noshed/x', 4, anon => [27, apikey => $ANON],
-          service => [3, apikey => $SERVICE]);
+$r = load('/v1/noshed/x', anon => [27, 0, apikey => $ANON],
+          service => [3, 12, apikey => $SERVICE]);
 my $svc_off = $r->{service};
 my $off_total = $svc_off->{ok} + refused($svc_off);
 diag(sprintf('shed off: service_role %d ok of %d', $svc_off->{ok},
