@@ -152,7 +152,6 @@ static int aura_post_config(apr_pool_t *pconf, apr_pool_t *plog,
         || aura_ratelimit_post_config(pconf, s) != APR_SUCCESS
         || aura_quota_post_config(pconf, s) != APR_SUCCESS
         || aura_breaker_post_config(pconf, s) != APR_SUCCESS
-        || aura_inbox_post_config(pconf, s) != APR_SUCCESS
         || aura_cap_post_config(pconf, s) != APR_SUCCESS
         || aura_connlimit_post_config(pconf, s) != APR_SUCCESS) {
         return HTTP_INTERNAL_SERVER_ERROR;

@@ -28,6 +28,7 @@
 #include "auth/aura_jwt_conf.h"
 #include "core/aura_config.h"
 #include "nats/aura_envelope.h"
+#include "nats/aura_inbox.h"
 #include "nats/aura_nats.h"
 #include "shm/aura_shm.h"
 
@@ -274,7 +275,9 @@ static apr_status_t fetch_nats(request_rec *r, const char *subject,
     aura_request_t *rq = aura_request_get(r);
     aura_envelope_req_t in;
     aura_envelope_reply_t out;
+    aura_inbox_t *inbox = NULL;
     natsMsg *msg = NULL, *reply = NULL;
+    apr_pool_t *p;
     natsStatus s;
     apr_status_t rv = APR_EGENERAL;
 
@@ -287,17 +290,29 @@ static apr_status_t fetch_nats(request_rec *r, const char *subject,
     in.path = "/jwks";
     in.request_id = rq ? rq->request_id : NULL;
     in.plane = rq ? aura_plane_name(rq->plane) : NULL;
-    s = aura_envelope_encode(r->pool, subject, &in, &msg);
+    /* The answer comes on an inbox of the gateway's own (aura_inbox.c),
+     * whose subject no service can predict: a forged key set would
+     * forge every identity.  The subpool ends its subscription. */
+    apr_pool_create(&p, r->pool);
+    s = aura_inbox_open(p, &inbox);
     if (s == NATS_OK) {
-        s = natsConnection_RequestMsg(&reply, aura_nats_conn(), msg,
-                                      AURA_JWKS_FETCH_TIMEOUT_MS);
+        in.reply = aura_inbox_subject(inbox);
+        s = aura_envelope_encode(p, subject, &in, &msg);
+    }
+    if (s == NATS_OK) {
+        s = natsConnection_PublishMsg(aura_nats_conn(), msg);
+    }
+    if (s == NATS_OK) {
+        s = aura_inbox_next(inbox, apr_time_now() + apr_time_from_msec(
+                                AURA_JWKS_FETCH_TIMEOUT_MS), &reply);
     }
     natsMsg_Destroy(msg);
     if (s != NATS_OK) {
         *err = natsStatus_GetText(s);
+        apr_pool_destroy(p);
         return APR_EGENERAL;
     }
-    if (aura_envelope_decode(r->pool, reply, &out, err) == APR_SUCCESS) {
+    if (aura_envelope_decode(p, reply, &out, err) == APR_SUCCESS) {
         if (out.status != 200) {
             *err = "the identity service did not answer 200";
         }
@@ -310,7 +325,11 @@ static apr_status_t fetch_nats(request_rec *r, const char *subject,
             rv = APR_SUCCESS;
         }
     }
-    natsMsg_Destroy(reply);
+    if (rv != APR_SUCCESS && *err) {
+        *err = apr_pstrdup(r->pool, *err);
+    }
+    aura_nats_msg_release(reply);
+    apr_pool_destroy(p);
     return rv;
 }
 

@@ -4,57 +4,60 @@
  *
  * Each request needs an inbox of its own, because a reply may be a
  * stream of messages (aura_stream.c) and nats.c's request call only ever
- * returns the first one.  A subscription per request cost a SUB and an
- * UNSUB on the wire each time; one subscription for the whole child
- * (issue #9) cost a second thread hand-off per reply: nats.c's reader
- * thread queued it for the subscription's delivery thread, whose
- * callback queued it for the waiting worker.
+ * returns the first one.
  *
- * So an inbox is a lane: a synchronous subscription to
- * "<prefix>.<lane>.*", made the first time the child has that many
- * requests waiting at once, then reused by one request after another.
- * nats.c's reader thread queues a reply on the lane's subscription and
- * wakes the worker waiting in natsSubscription_NextMsg() directly: one
- * hand-off.  A request takes a free lane and a new token, and its reply
- * subject is "<prefix>.<lane>.<token>"; a message for an older token of
- * the lane is a reply that came after its request was gone (after the
- * budget, its client gone, a stream cut short): dropped and counted as
- * a late reply, by the next request of the lane, or by the sweep
- * (aura_inbox_sweep(), every second from mod_watchdog) while the lane
- * is free.  Nothing that nats.c's reader thread uses is freed while the
- * child runs: lanes go back to a free list, their subscriptions stay.
+ * An inbox is a synchronous subscription to one literal subject,
+ * "<AuraNATSInboxPrefix>.<child>.<token>", made for the request and
+ * removed when its pool is cleared.  The token is 128 bits from
+ * OpenSSL's CSPRNG: a service sees the reply subjects of the requests it
+ * receives, and nothing in them tells it the subject of any other
+ * request (issue #29).  The subscription being literal, nats-server
+ * itself discards what is published on any other subject: a message
+ * without the waiting request's token never reaches this process, so it
+ * can neither fill the inbox (nats.c's slow-consumer drops), nor be
+ * taken for a reply, nor count for a breaker; and once the request is
+ * over, nothing listens on its subject any more.  (Reusable wildcard
+ * subscriptions, "lanes", cost a SUB and an UNSUB less per request, but
+ * anyone who could publish on an old reply subject filled the lane of
+ * whichever request held it next; see bench/RESULTS.md.)
  *
- * A lane's subscription holds at most INBOX_PENDING_MSGS messages and
+ * The subscription holds at most INBOX_PENDING_MSGS messages and
  * INBOX_PENDING_BYTES (at least 32 MiB, 16 max payloads when those are
  * bigger): a service that ignores the stream window overflows them,
  * nats.c drops the excess and says so once (NATS_SLOW_CONSUMER), and
- * the stream aborts on the gap.
+ * that service's own stream aborts on the gap.
  *
  * A lost connection does not wake a waiting worker (nats.c signals a
  * subscription only for a message or its close): the wait looks at the
  * connection every WAIT_SLICE, and a request sent before the loss
- * answers 503 LOSS_GRACE after the loss was seen.  A lane is only ever
- * waited on by the request that holds it; it is returned by a cleanup
- * of that request's pool, which may run on another thread (the event
- * MPM's write completion), hence the lock around the free list.
+ * answers 503 LOSS_GRACE after the loss was seen.  An inbox is only
+ * ever waited on by its request; it is closed by a cleanup of that
+ * request's pool, which may run on another thread (the event MPM's write
+ * completion), or by the child's exit, whichever comes first: the list
+ * of open inboxes is under a lock.
  */
 #include "core/aura_module.h"
 #include "nats/aura_inbox.h"
 #include "nats/aura_nats.h"
 #include "nats/aura_nats_conf.h"
 #include "core/aura_config.h"
-#include "core/aura_watchdog.h"
 #include "shm/aura_shm.h"
 
 #include "apr_strings.h"
 
 #include <nats/nats.h>
+#include <openssl/rand.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
 
 #define INBOX_PENDING_MSGS  16
 #define INBOX_PENDING_BYTES (32 * 1024 * 1024)
+
+/* The unpredictable part of a reply subject: 128 bits, more than the 96
+ * the issue asks for, in hex (a NATS subject token takes any printable
+ * byte but '.', '*', '>'; hex is also safe in every log). */
+#define TOKEN_BYTES 16
 
 /* Longest wait before the connection state is looked at again: a lost
  * connection does not wake the waiting thread (see the top). */
@@ -68,45 +71,35 @@
  * this. */
 #define LOSS_GRACE apr_time_from_msec(50)
 
-/* The late-reply sweep of free lanes (mod_watchdog, every child). */
-#define SWEEP_WATCHDOG "_aura_inbox_sweep_"
-#define SWEEP_EVERY    apr_time_from_sec(1)
-
 struct aura_inbox_t {
-    aura_inbox_t *next;             /* on the free list */
-    aura_inbox_t *all;              /* every lane of the child */
-    natsSubscription *sub;
-    apr_uint64_t token;             /* the current request's */
-    int64_t dropped_base;           /* the subscription's drops at open */
+    aura_inbox_t *prev, *next;      /* open inboxes, under inbox_lock */
+    natsSubscription *sub;          /* NULL once closed */
     apr_uint32_t losses;            /* aura_nats_losses() when sent */
     apr_time_t lost_at;             /* monotonic: when next() saw the
                                        loss; 0 before */
-    apr_size_t base_len;            /* of "<prefix>.<lane>." */
-    char subject[112];              /* "<prefix>.<lane>.<token>" */
+    char subject[128];              /* "<prefix>.<token>" */
 };
 
 /* Per child: set in child_init, before any worker thread runs. */
-static pthread_mutex_t lane_lock = PTHREAD_MUTEX_INITIALIZER;
-static natsConnection *lane_conn;   /* NULL: no lanes (yet, or any more) */
-static aura_inbox_t *free_lanes;    /* under lane_lock; linked by next */
-static aura_inbox_t *all_lanes;     /* under lane_lock; linked by all */
-static unsigned int lane_count;     /* under lane_lock */
+static pthread_mutex_t inbox_lock = PTHREAD_MUTEX_INITIALIZER;
+static natsConnection *inbox_conn;  /* under inbox_lock; NULL: none */
+static aura_inbox_t *open_inboxes;  /* under inbox_lock */
 static char prefix[64];             /* "<AuraNATSInboxPrefix>.<nuid>" */
 static apr_size_t prefix_len;
 
-/* Drops what the lane holds without waiting: replies to requests that
- * are gone (the caller holds the lane, or lane_lock with it free). */
-static void drain(aura_inbox_t *in)
+/* Messages still queued when the request stops waiting came too late:
+ * counted and freed (the caller owns the subscription). */
+static void drain(natsSubscription *sub)
 {
     int msgs = 0;
     natsMsg *m;
 
-    if (natsSubscription_GetPending(in->sub, &msgs, NULL) != NATS_OK
+    if (natsSubscription_GetPending(sub, &msgs, NULL) != NATS_OK
         || msgs <= 0) {
         return;
     }
     while (msgs-- > 0) {
-        natsStatus s = natsSubscription_NextMsg(&m, in->sub, 0);
+        natsStatus s = natsSubscription_NextMsg(&m, sub, 0);
 
         if (s == NATS_OK) {
             aura_count(AURA_CTR_LATE_REPLIES);
@@ -118,16 +111,38 @@ static void drain(aura_inbox_t *in)
     }
 }
 
-static apr_status_t lane_release(void *data)
+static natsSubscription *unlink_inbox(aura_inbox_t *in)
+{
+    natsSubscription *sub = in->sub;
+
+    in->sub = NULL;
+    if (in->prev) {
+        in->prev->next = in->next;
+    }
+    else if (open_inboxes == in) {
+        open_inboxes = in->next;
+    }
+    if (in->next) {
+        in->next->prev = in->prev;
+    }
+    in->prev = in->next = NULL;
+    return sub;
+}
+
+/* The request's pool is cleared: nothing listens on its subject any
+ * more (nats.c sends the UNSUB). */
+static apr_status_t inbox_close(void *data)
 {
     aura_inbox_t *in = data;
+    natsSubscription *sub;
 
-    /* A reply that came between the last wait and now is late too. */
-    drain(in);
-    pthread_mutex_lock(&lane_lock);
-    in->next = free_lanes;
-    free_lanes = in;
-    pthread_mutex_unlock(&lane_lock);
+    pthread_mutex_lock(&inbox_lock);
+    sub = unlink_inbox(in);
+    pthread_mutex_unlock(&inbox_lock);
+    if (sub) {
+        drain(sub);
+        natsSubscription_Destroy(sub);
+    }
     return APR_SUCCESS;
 }
 
@@ -138,73 +153,69 @@ static apr_int64_t pending_bytes_limit(void)
     return n < INBOX_PENDING_BYTES ? INBOX_PENDING_BYTES : n;
 }
 
-/* A new lane and its subscription: malloc'ed, never freed while the
- * child runs (see the top of this file). */
-static natsStatus lane_create(natsConnection *nc, aura_inbox_t **out)
+/* "<prefix>.<32 hex digits>" from the CSPRNG; 0 if it failed. */
+static int make_subject(char *buf, apr_size_t size)
 {
-    aura_inbox_t *in = calloc(1, sizeof(*in));
-    char subject[sizeof(in->subject)];
-    unsigned int lane;
+    static const char hex[] = "0123456789abcdef";
+    unsigned char rnd[TOKEN_BYTES];
+    apr_size_t i, n = prefix_len;
+
+    if (!prefix_len || n + 1 + 2 * TOKEN_BYTES >= size
+        || RAND_bytes(rnd, sizeof(rnd)) != 1) {
+        return 0;
+    }
+    memcpy(buf, prefix, n);
+    buf[n++] = '.';
+    for (i = 0; i < sizeof(rnd); i++) {
+        buf[n++] = hex[rnd[i] >> 4];
+        buf[n++] = hex[rnd[i] & 0x0f];
+    }
+    buf[n] = '\0';
+    return 1;
+}
+
+int aura_inbox_open(apr_pool_t *p, aura_inbox_t **out)
+{
+    aura_inbox_t *in = apr_pcalloc(p, sizeof(*in));
+    natsConnection *nc;
     natsStatus s;
 
-    if (!in) {
-        return NATS_NO_MEMORY;
+    *out = NULL;
+    if (!make_subject(in->subject, sizeof(in->subject))) {
+        return NATS_ERR;
     }
-    pthread_mutex_lock(&lane_lock);
-    lane = ++lane_count;
-    pthread_mutex_unlock(&lane_lock);
-    in->base_len = (apr_size_t)apr_snprintf(in->subject, sizeof(in->subject),
-                                            "%s.%x.", prefix, lane);
-    apr_snprintf(subject, sizeof(subject), "%s*", in->subject);
-    s = natsConnection_SubscribeSync(&in->sub, nc, subject);
+    pthread_mutex_lock(&inbox_lock);
+    nc = inbox_conn;
+    pthread_mutex_unlock(&inbox_lock);
+    if (!nc) {
+        return NATS_CONNECTION_CLOSED;
+    }
+    /* Made before the request is published on the same connection: the
+     * server has the interest before anyone can answer. */
+    s = natsConnection_SubscribeSync(&in->sub, nc, in->subject);
     if (s == NATS_OK) {
         s = natsSubscription_SetPendingLimits(in->sub, INBOX_PENDING_MSGS,
                                               (int)pending_bytes_limit());
     }
     if (s != NATS_OK) {
         natsSubscription_Destroy(in->sub);
-        free(in);
         return s;
     }
-    pthread_mutex_lock(&lane_lock);
-    in->all = all_lanes;
-    all_lanes = in;
-    pthread_mutex_unlock(&lane_lock);
-    *out = in;
-    return NATS_OK;
-}
-
-int aura_inbox_open(apr_pool_t *p, aura_inbox_t **out)
-{
-    aura_inbox_t *in;
-    natsConnection *nc;
-    natsStatus s;
-
-    *out = NULL;
-    pthread_mutex_lock(&lane_lock);
-    nc = lane_conn;
-    in = nc ? free_lanes : NULL;
-    if (in) {
-        free_lanes = in->next;
-    }
-    pthread_mutex_unlock(&lane_lock);
-    if (!nc) {
+    pthread_mutex_lock(&inbox_lock);
+    if (!inbox_conn) {
+        /* The child exits: it already closed the open ones. */
+        pthread_mutex_unlock(&inbox_lock);
+        natsSubscription_Destroy(in->sub);
         return NATS_CONNECTION_CLOSED;
     }
-    if (!in && (s = lane_create(nc, &in)) != NATS_OK) {
-        return s;
+    in->next = open_inboxes;
+    if (open_inboxes) {
+        open_inboxes->prev = in;
     }
-    drain(in);
-    in->token++;
+    open_inboxes = in;
+    pthread_mutex_unlock(&inbox_lock);
     in->losses = aura_nats_losses();
-    in->lost_at = 0;
-    if (natsSubscription_GetDropped(in->sub, &in->dropped_base) != NATS_OK) {
-        in->dropped_base = 0;
-    }
-    apr_snprintf(in->subject + in->base_len,
-                 sizeof(in->subject) - in->base_len,
-                 "%" APR_UINT64_T_HEX_FMT, in->token);
-    apr_pool_cleanup_register(p, in, lane_release, apr_pool_cleanup_null);
+    apr_pool_cleanup_register(p, in, inbox_close, apr_pool_cleanup_null);
     *out = in;
     return NATS_OK;
 }
@@ -229,10 +240,10 @@ apr_int64_t aura_inbox_dropped(aura_inbox_t *in)
 {
     int64_t n = 0;
 
-    if (natsSubscription_GetDropped(in->sub, &n) != NATS_OK) {
+    if (!in->sub || natsSubscription_GetDropped(in->sub, &n) != NATS_OK) {
         return 0;
     }
-    return n - in->dropped_base;
+    return n;
 }
 
 static apr_time_t monotonic_now(void)
@@ -272,7 +283,10 @@ static apr_time_t wait_end(aura_inbox_t *in, apr_time_t end, natsStatus *s)
     return end - now < WAIT_SLICE ? end : now + WAIT_SLICE;
 }
 
-/* Whether m answers the lane's current request (its exact subject). */
+/* Whether m came on the request's own subject.  The subscription is
+ * literal, so the server sends nothing else; checked anyway, at the
+ * cost of a string compare, so that no bug of a library between here
+ * and the server can hand a request another's message. */
 static int current(const aura_inbox_t *in, natsMsg *m)
 {
     const char *subject = natsMsg_GetSubject(m);
@@ -288,20 +302,22 @@ int aura_inbox_next(aura_inbox_t *in, apr_time_t deadline, natsMsg **msg)
     apr_time_t until;
 
     *msg = NULL;
+    if (!in->sub) {
+        return NATS_CONNECTION_DISCONNECTED;
+    }
     while ((until = wait_end(in, end, &s)) != 0) {
         apr_time_t left = until - monotonic_now();
         int64_t ms = left > 0 ? (left + 999) / 1000 : 1;
 
         s = natsSubscription_NextMsg(&m, in->sub, ms);
         if (s == NATS_OK && !current(in, m)) {
-            aura_count(AURA_CTR_LATE_REPLIES);
             aura_nats_msg_release(m);
             m = NULL;
             continue;
         }
         /* nats.c frees a no-responders status itself and says so,
-         * without its subject: it is the current request's, as the
-         * server sends it the moment that request is published. */
+         * without its subject: it is the request's, as the server sends
+         * it the moment that request is published. */
         if (s == NATS_OK || s == NATS_SLOW_CONSUMER
             || s == NATS_NO_RESPONDERS) {
             break;
@@ -320,56 +336,17 @@ int aura_inbox_next(aura_inbox_t *in, apr_time_t deadline, natsMsg **msg)
     return s;
 }
 
-/* mod_watchdog, every second in every child: late replies on free lanes
- * are counted (and freed) without waiting for their lane's next
- * request. */
-static apr_status_t sweep(int state, void *data, apr_pool_t *p)
-{
-    aura_inbox_t *in;
-
-    (void)data; (void)p;
-    if (state != AP_WATCHDOG_STATE_RUNNING) {
-        return APR_SUCCESS;
-    }
-    pthread_mutex_lock(&lane_lock);
-    for (in = lane_conn ? free_lanes : NULL; in; in = in->next) {
-        drain(in);
-    }
-    pthread_mutex_unlock(&lane_lock);
-    return APR_SUCCESS;
-}
-
-apr_status_t aura_inbox_post_config(apr_pool_t *pconf, server_rec *s)
-{
-    /* In every child (not a singleton): each has its own lanes.
-     * Without mod_watchdog, late replies are counted by their lane's
-     * next request. */
-    apr_status_t rv = aura_watchdog_every(pconf, s, SWEEP_WATCHDOG, 0,
-                                          SWEEP_EVERY, sweep);
-
-    if (rv != APR_SUCCESS && rv != APR_ENOTIMPL) {
-        ap_log_error(APLOG_MARK, APLOG_WARNING, rv, s, AURA_LOGNO(01362)
-                     "cannot register the late-reply sweep with "
-                     "mod_watchdog: late replies are counted when their "
-                     "inbox is next used");
-    }
-    return APR_SUCCESS;
-}
-
-/* Before the connection is destroyed (aura_nats.c's cleanup). */
+/* Before the connection is destroyed (aura_nats.c's cleanup): the
+ * inboxes of requests still open are closed now, their pools' cleanups
+ * find nothing left to do. */
 static void inbox_child_exit(void)
 {
-    aura_inbox_t *in;
-
-    pthread_mutex_lock(&lane_lock);
-    lane_conn = NULL;
-    for (in = all_lanes; in; in = in->all) {
-        natsSubscription_Destroy(in->sub);
-        in->sub = NULL;
+    pthread_mutex_lock(&inbox_lock);
+    inbox_conn = NULL;
+    while (open_inboxes) {
+        natsSubscription_Destroy(unlink_inbox(open_inboxes));
     }
-    free_lanes = NULL;
-    pthread_mutex_unlock(&lane_lock);
-    /* The lanes stay, reachable, until the process exits. */
+    pthread_mutex_unlock(&inbox_lock);
 }
 
 static natsStatus inbox_child_init(natsConnection *nc,
@@ -389,9 +366,9 @@ static natsStatus inbox_child_init(natsConnection *nc,
                  strchr(nuid, '.') ? strchr(nuid, '.') + 1 : nuid);
     natsInbox_Destroy(nuid);
     prefix_len = strlen(prefix);
-    pthread_mutex_lock(&lane_lock);
-    lane_conn = nc;
-    pthread_mutex_unlock(&lane_lock);
+    pthread_mutex_lock(&inbox_lock);
+    inbox_conn = nc;
+    pthread_mutex_unlock(&inbox_lock);
     return NATS_OK;
 }
 

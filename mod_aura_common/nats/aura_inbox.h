@@ -1,7 +1,7 @@
 /* Licensed under the Apache License, Version 2.0 (see LICENSE).
  *
- * aura_inbox.h: per-request reply inboxes, each on a reusable
- * synchronous subscription (aura_inbox.c).
+ * aura_inbox.h: per-request reply inboxes, each a synchronous
+ * subscription to a subject no one else can predict (aura_inbox.c).
  */
 #ifndef AURA_INBOX_H
 #define AURA_INBOX_H
@@ -17,10 +17,8 @@ typedef struct aura_inbox_t aura_inbox_t;
 /* From register_hooks: the inboxes follow the child's connection
  * (aura_nats_add_user). */
 void aura_inbox_register(void);
-/* From post_config: the late-reply sweep of every child (mod_watchdog;
- * without it, late replies are counted when their inbox is reused). */
-apr_status_t aura_inbox_post_config(apr_pool_t *pconf, server_rec *s);
-/* An inbox that lives as long as p; NATS_OK, or why not. */
+/* An inbox that lives as long as p (its subscription ends when p is
+ * cleared); NATS_OK, or why not. */
 int aura_inbox_open(apr_pool_t *p, aura_inbox_t **inbox);
 /* Right before the request of the inbox is published: a loss of the
  * connection after this ends aura_inbox_next() with

@@ -1,22 +1,21 @@
 # Licensed under the Apache License, Version 2.0 (see LICENSE).
 #
-# The reply inboxes are lanes (mod_aura_common/nats/aura_inbox.c, issue
-# #19): a synchronous subscription per request waiting at once, made
-# once and reused, so that a reply goes from nats.c's reader thread to
-# the waiting worker directly.  Seen from nats-server's monitoring
-# (/connz?subs=1) on a server of its own, with one gateway child:
-# - 60 requests one after another: every reply is the request's own, and
-#   nats-server's trace shows at most 2 inbox SUBs, not one per request
-#   (2: the next request may come in before the last one's pool, which
-#   gives its lane back, is destroyed);
-# - 6 clients at once, 20 requests each, 30 ms of service time: every
-#   reply is its own, and the child holds at most one inbox subscription
-#   per worker thread (8), at least 2;
-# - two replies that come after their 1 s budget (504): counted as late
-#   replies within 3 s with no other NATS request (the per-child
-#   mod_watchdog sweep of free lanes), and the next requests get their
-#   own replies;
-# - the subscriptions stay: after all of that, still at most 8.
+# The reply inboxes (mod_aura_common/nats/aura_inbox.c, issue #29): each
+# request subscribes to a subject of its own, "<prefix>.<child>.<token>"
+# with 128 random bits, right before it is sent, and unsubscribes when it
+# ends; so no service can tell another request's reply subject from its
+# own, and nothing published on any other subject reaches the gateway.
+# Seen from nats-server's trace and monitoring (/connz?subs=1) on a
+# server of its own, with one gateway child:
+# - 60 requests one after another: every reply is the request's own; the
+#   trace shows 60 distinct reply subjects of 32 hex digits after the
+#   child's id, no two alike in their first 8, each subscribed literally
+#   (no wildcard) before its request and unsubscribed after;
+# - 6 clients at once, 20 requests each: every reply is its own, and
+#   once they are answered the gateway holds no inbox subscription;
+# - two replies that come after their 1 s budget (504) find nobody
+#   listening: the next requests get their own replies, and still no
+#   inbox subscription is left.
 use strict;
 use warnings FATAL => 'all';
 
@@ -31,14 +30,14 @@ use LWP::UserAgent;
 use POSIX ();
 use Aura::Test qw(t_dir private_httpd wait_until free_port);
 use Aura::SecureNats qw(nats_server stop_server);
-use Aura::Load qw(counters fan_out);
+use Aura::Load qw(fan_out);
 
 plan tests => 11;
 
 my $d = tempdir(CLEANUP => 1);
 chmod 0755, $d;
 my $mport = free_port();
-my $nats = nats_server(dir => $d, name => 'lanes',
+my $nats = nats_server(dir => $d, name => 'inboxes',
                        body => "http: \"127.0.0.1:$mport\"\ntrace: true");
 my $url = "nats://127.0.0.1:$nats->{port}";
 
@@ -85,25 +84,30 @@ END {
 my $base = "http://127.0.0.1:$port";
 my $ua = LWP::UserAgent->new(timeout => 10);
 
-# The inbox subscriptions the gateway holds (its replies' subjects:
-# _INBOX.<unique>.<lane>.*), from nats-server's monitoring port.
+# The inbox subscriptions the gateway holds, from nats-server's
+# monitoring port.
 sub inbox_subs {
     my $res = $ua->get("http://127.0.0.1:$mport/connz?subs=1");
     return -1 unless $res->is_success;
     my $n = 0;
     for my $c (@{ decode_json($res->decoded_content)->{connections} || [] }) {
-        $n += grep { /^_INBOX\.[^.]+\.[0-9a-f]+\.\*$/ }
-                   @{ $c->{subscriptions_list} || [] };
+        $n += grep { /^_INBOX\./ } @{ $c->{subscriptions_list} || [] };
     }
     return $n;
 }
 
-# The inbox SUBs the server was sent so far (its trace log).
-sub inbox_sub_lines {
-    open(my $fh, '<', $nats->{log}) or return -1;
-    my $n = grep { /\[SUB _INBOX\.[^.]+\.[0-9a-f]+\.\* / } <$fh>;
+# What the server's trace says so far: the reply subjects of the
+# requests (in order), the inbox SUBs (subject => sid) and the UNSUBs.
+sub trace {
+    my (@replies, %sub, %unsub);
+    open(my $fh, '<', $nats->{log}) or return;
+    while (<$fh>) {
+        push @replies, $1 if /\[H?PUB aura\.lanes\.test (\S+) /;
+        $sub{$1} = $2 if /\[SUB (_INBOX\.\S+)\s+(\d+)\]/;
+        $unsub{$1} = 1 if /\[UNSUB (\d+)/;
+    }
     close $fh;
-    return $n;
+    return (\@replies, \%sub, \%unsub);
 }
 
 # A request whose reply must echo its own request id.
@@ -118,42 +122,49 @@ ok(wait_until(15, sub { $ua->get("$base/v1/l/echo")->code == 200 }),
    'the gateway answers through its own NATS server')
     or diag(`tail -n 20 $dir/error.log`);
 
-# --- one after another: one lane ------------------------------------------
+# --- one after another ----------------------------------------------------
 my $tag = "$$-" . int(time);
-my $own = grep { own_reply($ua, "lane-seq-$tag-$_") } 1 .. 60;
+my $own = grep { own_reply($ua, "inbox-seq-$tag-$_") } 1 .. 60;
 is($own, 60, '60 requests one after another: each got its own reply');
-my $sub_lines = inbox_sub_lines();
-ok($sub_lines >= 1 && $sub_lines <= 2, "at most 2 inbox SUBs on the wire"
-   . " for 60 requests ($sub_lines): the subscription is reused");
+my ($replies, $sub, $unsub);
+ok(wait_until(3, sub {
+       ($replies, $sub, $unsub) = trace();
+       @$replies >= 61 && !grep { !$sub->{$_} || !$unsub->{$sub->{$_}} }
+                                @$replies }),
+   'each reply subject was subscribed to, literally, and unsubscribed')
+    or diag(scalar(@$replies) . ' requests in the trace');
+my @seq = @$replies[-60 .. -1];
+my %seen;
+my @tokens = map { /^_INBOX\.[A-Za-z0-9]+\.([0-9a-f]{32})$/ ? $1 : () } @seq;
+is(scalar @tokens, 60, 'every reply subject ends in 128 bits (32 hex '
+   . 'digits) after the child\'s id') or diag("@seq[0 .. 2]");
+is(scalar(grep { !$seen{substr($_, 0, 8)}++ } @tokens), 60,
+   'no two of them alike in their first 32 bits (no counter)');
 
-# --- at once: at most one lane per worker thread --------------------------
+# --- at once ------------------------------------------------------------------
 my @res = fan_out(6, sub {
     my ($ua, $i) = @_;
-    my $ok = grep { own_reply($ua, "lane-par-$tag-$i-$_",
+    my $ok = grep { own_reply($ua, "inbox-par-$tag-$i-$_",
                               'X-Example-Delay-Ms' => 30) } 1 .. 20;
     return $ok;
 });
 my $sum = 0;
 $sum += $_ for @res;
 is($sum, 120, '6 clients x 20 requests at once: each got its own reply');
-my $subs = inbox_subs();
-cmp_ok($subs, '<=', 8, "at most one inbox subscription per worker thread"
-       . " ($subs)");
-cmp_ok($subs, '>=', 2, 'more than one while requests waited at once');
+ok(wait_until(3, sub { inbox_subs() == 0 }),
+   'once answered, the gateway holds no inbox subscription')
+    or diag('inbox subscriptions: ' . inbox_subs());
 
-# --- late replies: counted by the sweep, no traffic needed ----------------
-my $late0 = counters($base)->{late_replies} // 0;
+# --- late replies: nobody listens ---------------------------------------------
 my @late = fan_out(2, sub {
     my ($ua, $i) = @_;
     return $ua->get("$base/v1/l/late$i", 'X-Example-Delay-Ms' => 1500)->code;
 });
 is_deeply(\@late, [504, 504], 'two requests past their 1 s budget: 504');
-ok(wait_until(3, sub { (counters($base)->{late_replies} // 0) - $late0 >= 2 }),
-   'their replies, come later, counted as late within 3 s with no other'
-   . ' NATS request (the sweep)');
-$own = grep { own_reply($ua, "lane-after-$tag-$_") } 1 .. 20;
-is($own, 20, 'the next requests get their own replies');
-$subs = inbox_subs();
-cmp_ok($subs, '<=', 8, "still at most 8 inbox subscriptions ($subs)");
+$own = grep { own_reply($ua, "inbox-after-$tag-$_",
+                        'X-Example-Delay-Ms' => 50) } 1 .. 20;
+is($own, 20, 'the next requests, while those replies come, get their own');
+ok(wait_until(3, sub { inbox_subs() == 0 }),
+   'and no inbox subscription is left');
 unlike(`cat $dir/error.log`, qr/exit signal|Segmentation fault/,
        'no child died');
