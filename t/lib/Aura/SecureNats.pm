@@ -129,13 +129,18 @@ sub account_jwt {
                  $o{revocations} ? (revocations => $o{revocations}) : () });
 }
 
-# %o: pub => [subjects], sub => [subjects] (allowed), exp => unix time
+# %o: pub => [subjects], sub => [subjects] (allowed), exp => unix time,
+# resp => [max messages (-1: any), seconds] (nsc's --allow-pub-response
+# and --response-ttl: publish on the reply subjects of messages received)
 sub user_jwt {
     my ($acc_seed, $acc_pub, $pub, %o) = @_;
     return jwt($acc_seed, $acc_pub, $pub, 'aura-test-user',
                { type => 'user', subs => -1, data => -1, payload => -1,
                  pub => $o{pub} ? { allow => $o{pub} } : {},
-                 sub => $o{sub} ? { allow => $o{sub} } : {} },
+                 sub => $o{sub} ? { allow => $o{sub} } : {},
+                 $o{resp} ? (resp => { max => $o{resp}[0],
+                                       ttl => $o{resp}[1] * 1_000_000_000 })
+                          : () },
                $o{exp} ? (exp => $o{exp}) : ());
 }
 
