@@ -47,7 +47,7 @@ my $gw_jwt = user_jwt($as, $ap, $gp, pub => ['aura.sec.>', $inv],
 creds("$d/gateway.creds", $gw_jwt, $gs);
 creds("$d/wrongseed.creds", $gw_jwt, $ws);
 creds("$d/service.creds",
-      user_jwt($as, $ap, $sp, pub => ['_INBOX_gw.>'], sub => ['aura.sec.>']),
+      user_jwt($as, $ap, $sp, sub => ['aura.sec.>'], resp => [-1, 3600]),
       $ss);
 creds("$d/revoked.creds", user_jwt($bs, $bp, $rp), $rs);
 write_file("$d/op.jwt", operator_jwt($os, $op));

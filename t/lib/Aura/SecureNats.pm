@@ -20,9 +20,10 @@
 #   secure_cluster($dir, $pub)
 #                          the settings of a secured Aura::Cluster: TLS
 #                          verifying clients (and on the routes), operator
-#                          mode with a memory resolver; the gateway and
-#                          responder users may publish to / subscribe to
-#                          $pub (gateway replies on _INBOX_gw); returns
+#                          mode with a memory resolver; the gateway user
+#                          may publish to $pub, the responder subscribe
+#                          to it and answer (allow_responses; the gateway
+#                          replies on _INBOX_gw, docs/nats.md); returns
 #                          cluster_start()'s scheme, extra, cluster_extra,
 #                          client_args and gateway_conf, and in `refused`
 #                          the gateway directives of a wrong CA, a wrong
@@ -197,7 +198,7 @@ sub secure_cluster {
     creds("$d/gateway.creds", $gw_jwt, $gs);
     creds("$d/wrongseed.creds", $gw_jwt, $ws);
     creds("$d/responder.creds",
-          user_jwt($as, $ap, $sp, pub => ['_INBOX_gw.>'], sub => [$pub]), $ss);
+          user_jwt($as, $ap, $sp, sub => [$pub], resp => [-1, 3600]), $ss);
     creds("$d/revoked.creds", user_jwt($bs, $bp, $rp), $rs);
     open(my $fh, '>', "$d/op.jwt") or die "$d/op.jwt: $!";
     print $fh operator_jwt($os, $op);
