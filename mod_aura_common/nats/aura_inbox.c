@@ -46,6 +46,7 @@
 #include "apr_strings.h"
 
 #include <nats/nats.h>
+#include <openssl/crypto.h>
 #include <openssl/rand.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -58,6 +59,11 @@
  * the issue asks for, in hex (a NATS subject token takes any printable
  * byte but '.', '*', '>'; hex is also safe in every log). */
 #define TOKEN_BYTES 16
+
+/* RAND_bytes() costs about 6,600 instructions a call whatever the size
+ * up to a KiB (OpenSSL 3.0, bench/RESULTS-inbox.md): the child draws
+ * RAND_BATCH bytes at a time and hands out TOKEN_BYTES per request. */
+#define RAND_BATCH 1024
 
 /* Longest wait before the connection state is looked at again: a lost
  * connection does not wake the waiting thread (see the top). */
@@ -86,6 +92,15 @@ static natsConnection *inbox_conn;  /* under inbox_lock; NULL: none */
 static aura_inbox_t *open_inboxes;  /* under inbox_lock */
 static char prefix[64];             /* "<AuraNATSInboxPrefix>.<nuid>" */
 static apr_size_t prefix_len;
+/* Under inbox_lock: CSPRNG output not handed out yet, drawn in this
+ * child (emptied by child_init, so a fork never shares it). */
+static unsigned char rand_pool[RAND_BATCH];
+static apr_size_t rand_left;
+
+/* Any prefix fits in a subject with its token. */
+typedef char aura_inbox_subject_fits[
+    sizeof(prefix) + 1 + 2 * TOKEN_BYTES
+    <= sizeof(((aura_inbox_t *)0)->subject) ? 1 : -1];
 
 /* Messages still queued when the request stops waiting came too late:
  * counted and freed (the caller owns the subscription). */
@@ -153,25 +168,38 @@ static apr_int64_t pending_bytes_limit(void)
     return n < INBOX_PENDING_BYTES ? INBOX_PENDING_BYTES : n;
 }
 
-/* "<prefix>.<32 hex digits>" from the CSPRNG; 0 if it failed. */
-static int make_subject(char *buf, apr_size_t size)
+/* TOKEN_BYTES from the child's batch of CSPRNG output (under
+ * inbox_lock), each byte wiped once taken; 0 if the CSPRNG failed. */
+static int take_random(unsigned char *out)
+{
+    unsigned char *from;
+
+    if (rand_left < TOKEN_BYTES) {
+        if (RAND_bytes(rand_pool, sizeof(rand_pool)) != 1) {
+            return 0;
+        }
+        rand_left = sizeof(rand_pool);
+    }
+    from = rand_pool + sizeof(rand_pool) - rand_left;
+    memcpy(out, from, TOKEN_BYTES);
+    OPENSSL_cleanse(from, TOKEN_BYTES);
+    rand_left -= TOKEN_BYTES;
+    return 1;
+}
+
+/* "<prefix>.<32 hex digits>" from rnd. */
+static void make_subject(char *buf, const unsigned char *rnd)
 {
     static const char hex[] = "0123456789abcdef";
-    unsigned char rnd[TOKEN_BYTES];
     apr_size_t i, n = prefix_len;
 
-    if (!prefix_len || n + 1 + 2 * TOKEN_BYTES >= size
-        || RAND_bytes(rnd, sizeof(rnd)) != 1) {
-        return 0;
-    }
     memcpy(buf, prefix, n);
     buf[n++] = '.';
-    for (i = 0; i < sizeof(rnd); i++) {
+    for (i = 0; i < TOKEN_BYTES; i++) {
         buf[n++] = hex[rnd[i] >> 4];
         buf[n++] = hex[rnd[i] & 0x0f];
     }
     buf[n] = '\0';
-    return 1;
 }
 
 int aura_inbox_open(apr_pool_t *p, aura_inbox_t **out)
@@ -180,16 +208,22 @@ int aura_inbox_open(apr_pool_t *p, aura_inbox_t **out)
     natsConnection *nc;
     natsStatus s;
 
+    unsigned char rnd[TOKEN_BYTES];
+    int drawn;
+
     *out = NULL;
-    if (!make_subject(in->subject, sizeof(in->subject))) {
-        return NATS_ERR;
-    }
     pthread_mutex_lock(&inbox_lock);
     nc = inbox_conn;
+    drawn = nc && take_random(rnd);
     pthread_mutex_unlock(&inbox_lock);
     if (!nc) {
         return NATS_CONNECTION_CLOSED;
     }
+    if (!drawn) {
+        return NATS_ERR;
+    }
+    make_subject(in->subject, rnd);
+    OPENSSL_cleanse(rnd, sizeof(rnd));
     /* Made before the request is published on the same connection: the
      * server has the interest before anyone can answer. */
     s = natsConnection_SubscribeSync(&in->sub, nc, in->subject);
@@ -368,6 +402,7 @@ static natsStatus inbox_child_init(natsConnection *nc,
     prefix_len = strlen(prefix);
     pthread_mutex_lock(&inbox_lock);
     inbox_conn = nc;
+    rand_left = 0;
     pthread_mutex_unlock(&inbox_lock);
     return NATS_OK;
 }
