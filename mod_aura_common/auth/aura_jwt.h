@@ -195,8 +195,10 @@ typedef enum {
  *     The key type pins the algorithm: an HS256 token never meets a
  *     public key PEM, an RS256 token never meets a secret;
  *  5. payload: a JSON object without duplicate names or NUL: MALFORMED;
- *  6. signature: empty, or refused by libjwt jwt_decode() with that key
- *     alone, or libjwt saw another algorithm: BAD_SIGNATURE;
+ *  6. signature: empty, or refused with that key alone: BAD_SIGNATURE.
+ *     HS256 by aura_jwt_hmac_ok() (constant time, never libjwt), RS256
+ *     and ES256 by libjwt jwt_decode(), which must also see the
+ *     algorithm the header named;
  *  7. claims (read here from the payload): registered claims of the wrong
  *     JSON type (exp/nbf/iat not numbers, iss/sub not strings, aud not a
  *     string or an array of strings): MALFORMED; exp absent: NO_EXP;
@@ -220,6 +222,31 @@ typedef enum {
 aura_jwt_result_e aura_jwt_verify(apr_pool_t *p, const aura_jwt_keyset_t *ks,
                                   const aura_jwt_policy_t *pol,
                                   const char *token, aura_jwt_claims_t *out);
+
+/**
+ * Check a JWS HMAC signature (RFC 7515 section 5.2, RFC 7518 section
+ * 3.2) in constant time: the MAC of input under secret is computed with
+ * OpenSSL and compared with CRYPTO_memcmp() to the decoded signature,
+ * never as text (libjwt 1.10.2 uses strcmp(), a timing oracle).
+ * @param alg the JWA name; "HS256" is the only HMAC the gateway
+ *        accepts: any other name ("RS256", "ES256", "HS384", "none",
+ *        NULL) is refused, so a public key can never verify as an HMAC
+ *        secret through here
+ * @param input the JWS signing input as sent (header "." payload)
+ * @param input_len its length
+ * @param sig the signature part as sent
+ * @param sig_len its length
+ * @param secret the HMAC key; secret_len its length, not 0
+ * @return 1 when sig is the unpadded, canonical base64url of exactly the
+ *         MAC; 0 otherwise: another length (truncated, padded, longer),
+ *         a character outside base64url, unused trailing bits set, a
+ *         wrong MAC, an unknown alg, an empty secret, an OpenSSL failure
+ *         (its error queue is cleared).  Allocates nothing; thread-safe.
+ */
+int aura_jwt_hmac_ok(const char *alg, const char *input,
+                     apr_size_t input_len, const char *sig,
+                     apr_size_t sig_len, const unsigned char *secret,
+                     apr_size_t secret_len);
 
 /**
  * @return a short text for a result, safe to show a client ("token
