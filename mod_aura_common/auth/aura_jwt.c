@@ -1039,6 +1039,12 @@ static aura_jwt_result_e check_claims(json_t *c, const aura_jwt_policy_t *pol,
     if (sub && !subject_ok(sub, pol)) {
         return AURA_JWT_BAD_SUBJECT;
     }
+    /* A user whose sub reads "key:<hex>" would be a key's actor:
+     * Aura-Actor, quota bucket and stream budget (issue #29). */
+    if (sub && aura_identity_actor_reserved(json_string_value(sub),
+                                            json_string_length(sub))) {
+        return AURA_JWT_RESERVED_SUBJECT;
+    }
     if (!project_ok(c, pol)) {
         return AURA_JWT_BAD_PROJECT;
     }
@@ -1139,6 +1145,8 @@ const char *aura_jwt_result_text(aura_jwt_result_e r)
         return "token subject too long or not printable";
     case AURA_JWT_BAD_PROJECT:
         return "token not for the API key's project";
+    case AURA_JWT_RESERVED_SUBJECT:
+        return "token subject reserved for API keys";
     }
     return "token invalid";
 }

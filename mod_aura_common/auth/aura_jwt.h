@@ -171,8 +171,13 @@ typedef enum {
     AURA_JWT_BAD_AUDIENCE,
     AURA_JWT_NO_SUBJECT,
     AURA_JWT_BAD_SUBJECT,    /**< sub too long or with a control char */
-    AURA_JWT_BAD_PROJECT     /**< project_claim absent or not project */
+    AURA_JWT_BAD_PROJECT,    /**< project_claim absent or not project */
+    /* Since 0.5.0: */
+    AURA_JWT_RESERVED_SUBJECT /**< sub in the keys' actor namespace */
 } aura_jwt_result_e;
+
+/** The last value of aura_jwt_result_e (for range checks). */
+#define AURA_JWT_RESULT_LAST AURA_JWT_RESERVED_SUBJECT
 
 /**
  * Verify a compact JWS (header.payload.signature).
@@ -206,7 +211,10 @@ typedef enum {
  *     leeway: NOT_YET_VALID; iss: BAD_ISSUER; aud: BAD_AUDIENCE; sub:
  *     NO_SUBJECT; sub longer than sub_max or holding a control character
  *     or DEL (aura_identity_text_ok(), on the JSON length, so "\u0000"
- *     is seen): BAD_SUBJECT, whether or not require_sub is set;
+ *     is seen): BAD_SUBJECT, whether or not require_sub is set; sub
+ *     starting with "key:" in any case, the namespace of the keys'
+ *     actors (aura_identity_actor_reserved()): RESERVED_SUBJECT,
+ *     whether or not require_sub is set;
  *     project_claim absent, not a string or not equal to project:
  *     BAD_PROJECT.  exp/nbf/iat may be integers or reals (seconds);
  *     values beyond year 9999 are clamped there.
