@@ -29,7 +29,8 @@
  * Invariants: a token is valid only with an allowed algorithm, an exp
  * not past (leeway included), the policy's issuer, audience, project
  * and subject, and a sub (when there is one) of at most sub_max bytes
- * without a control character (it becomes Aura-Actor);
+ * without a control character and not starting with "key:" in any case
+ * (it becomes Aura-Actor, where "key:" names an API key);
  * a raw token is valid only if its signature is exactly the base64url
  * HMAC of its signing input under the secret its kid names (so no other
  * spelling of a signature is accepted, and no RS256/ES256 token is
@@ -302,6 +303,8 @@ static void check_valid(apr_pool_t *p, const aura_jwt_policy_t *pol,
         for (q = c->sub; *q; q++) {
             AURA_FUZZ_ASSERT((unsigned char)*q >= 0x20 && *q != 0x7f);
         }
+        /* Never a key's actor (Aura-Actor "key:<hex>"). */
+        AURA_FUZZ_ASSERT(strncasecmp(c->sub, "key:", 4) != 0);
     }
     if (pol->issuer) {
         AURA_FUZZ_ASSERT(c->iss && !strcmp(c->iss, pol->issuer));
@@ -478,7 +481,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     memset(&out, 0x5a, sizeof(out));
     rv = aura_jwt_verify(p, ks, &pol, token, &out);
-    AURA_FUZZ_ASSERT(rv >= AURA_JWT_OK && rv <= AURA_JWT_BAD_PROJECT);
+    AURA_FUZZ_ASSERT(rv >= AURA_JWT_OK && rv <= AURA_JWT_RESULT_LAST);
     AURA_FUZZ_ASSERT(aura_jwt_result_text(rv) != NULL);
     if (verbose) {
         fprintf(stderr, "fuzz_jwt: %s\n", aura_jwt_result_text(rv));

@@ -33,6 +33,13 @@ int aura_identity_text_ok(const char *s, apr_size_t len, apr_size_t max)
     return 1;
 }
 
+int aura_identity_actor_reserved(const char *s, apr_size_t len)
+{
+    apr_size_t n = sizeof(AURA_KEY_ACTOR_PREFIX) - 1;
+
+    return s && len >= n && !strncasecmp(s, AURA_KEY_ACTOR_PREFIX, n);
+}
+
 static int id_char(unsigned char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')

@@ -19,6 +19,12 @@
 /** Longest plan name from the key store, in bytes. */
 #define AURA_PLAN_MAX 31
 
+/** A key's actor (Aura-Actor, quota id): this prefix and the first
+ *  AURA_KEY_ACTOR_HEX hex digits of the key's SHA-256, never the key.
+ *  The gateway's own namespace: no user's actor may start with it. */
+#define AURA_KEY_ACTOR_PREFIX "key:"
+#define AURA_KEY_ACTOR_HEX 16
+
 /**
  * Whether a value may become identity text: 1 to max bytes, none of
  * them a C0 control character (NUL, CR, LF, TAB...) or DEL.  len is the
@@ -27,6 +33,19 @@
  * @return 1 when acceptable, 0 otherwise (also for s NULL)
  */
 int aura_identity_text_ok(const char *s, apr_size_t len, apr_size_t max);
+
+/**
+ * Whether a value that would become a user's actor (a token's sub)
+ * falls in the namespace of the keys' actors: it starts with
+ * AURA_KEY_ACTOR_PREFIX compared in any case ("key:", "KEY:", "Key:").
+ * Such a user would share a key's Aura-Actor, quota and stream budget
+ * (and a service that compares without case would not tell them
+ * apart), so it is refused, never rewritten.
+ * @param s the value (need not be NUL-terminated); NULL: 0
+ * @param len its length in bytes
+ * @return 1 when reserved, 0 otherwise
+ */
+int aura_identity_actor_reserved(const char *s, apr_size_t len);
 
 /**
  * Whether s is an id: 1 to max characters of [A-Za-z0-9._-], the rule of

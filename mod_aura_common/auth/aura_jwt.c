@@ -38,6 +38,10 @@
  *  - It leaves OpenSSL errors on the thread's error queue when a
  *    signature fails; a stale queue confuses the next OpenSSL user on
  *    that thread (mod_ssl), so it is cleared after every failure.
+ *  - It compares HMAC signatures as base64 texts with strcmp() (a
+ *    timing oracle, CVE-2024-25189; only some distribution builds
+ *    patch it): HS256 never reaches libjwt, aura_jwt_hmac_ok() checks
+ *    it with CRYPTO_memcmp().
  *  - It re-parses the PEM on every verify: keys are converted to SPKI
  *    PEM once when the set is built (JWK -> EVP_PKEY_fromdata ->
  *    PEM_write_bio_PUBKEY), so that at least the JWKS work is not
@@ -64,9 +68,11 @@
 #include <openssl/bio.h>
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/ec.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/objects.h>
 #include <openssl/param_build.h>
 #include <openssl/pem.h>
@@ -157,15 +163,19 @@ static int b64url_value(unsigned char c)
     return -1;
 }
 
-/* Strict decoding into a NUL-terminated pool buffer: base64url alphabet
+/* How many bytes len base64url characters (unpadded) decode to, plus
+ * room for a NUL: what a buffer for b64url_decode_into() needs. */
+#define B64URL_DECODED_MAX(len) ((len) / 4 * 3 + 3)
+
+/* Strict decoding into buf (cap bytes, at least B64URL_DECODED_MAX(len)
+ * after any padding is dropped), NUL-terminated: base64url alphabet
  * only, no length of the form 4n+1, unused trailing bits zero (one
  * encoding per value).  allow_pad tolerates trailing '=' (JWK fields,
  * configuration input); tokens never get it.  Returns 0 or -1. */
-static int b64url_decode(apr_pool_t *p, const char *s, apr_size_t len,
-                         int allow_pad, unsigned char **out,
-                         apr_size_t *out_len)
+static int b64url_decode_into(const char *s, apr_size_t len, int allow_pad,
+                              unsigned char *buf, apr_size_t cap,
+                              apr_size_t *out_len)
 {
-    unsigned char *buf;
     unsigned int acc = 0, bits = 0;
     apr_size_t i, n = 0;
 
@@ -174,10 +184,9 @@ static int b64url_decode(apr_pool_t *p, const char *s, apr_size_t len,
             len--;
         }
     }
-    if (len % 4 == 1) {
+    if (len % 4 == 1 || cap < B64URL_DECODED_MAX(len)) {
         return -1;
     }
-    buf = apr_palloc(p, len / 4 * 3 + 3);
     for (i = 0; i < len; i++) {
         int v = b64url_value((unsigned char)s[i]);
 
@@ -195,8 +204,22 @@ static int b64url_decode(apr_pool_t *p, const char *s, apr_size_t len,
         return -1;
     }
     buf[n] = '\0';
-    *out = buf;
     *out_len = n;
+    return 0;
+}
+
+/* The same into a pool buffer of the right size. */
+static int b64url_decode(apr_pool_t *p, const char *s, apr_size_t len,
+                         int allow_pad, unsigned char **out,
+                         apr_size_t *out_len)
+{
+    unsigned char *buf = apr_palloc(p, B64URL_DECODED_MAX(len));
+
+    if (b64url_decode_into(s, len, allow_pad, buf, B64URL_DECODED_MAX(len),
+                           out_len) != 0) {
+        return -1;
+    }
+    *out = buf;
     return 0;
 }
 
@@ -772,8 +795,79 @@ static aura_jwt_result_e select_key(const aura_jwt_keyset_t *ks,
     return AURA_JWT_OK;
 }
 
-/* The signature, by libjwt, with the selected key only.  The token is
- * NUL-terminated at t->len (strnlen found it). */
+/* ------------------------------------------------------------------ */
+/* HMAC signatures, checked here                                       */
+
+/* libjwt 1.10.2 checks an HMAC signature by encoding the MAC it
+ * computed in base64url and comparing the two texts with strcmp(): the
+ * time taken grows with the number of leading characters a forged
+ * signature has right, which lets it be found one character at a time
+ * (CVE-2024-25189).  Debian's 1.10.2-1+deb12u1 backports a loop
+ * (jwt_strcmp) for it; upstream 1.10.2 and other builds do not.  So
+ * this file checks HMAC signatures itself, whatever libjwt is linked:
+ * the signature part is decoded strictly, must be exactly the MAC's
+ * length, and is compared with CRYPTO_memcmp(), whose time depends on
+ * the length alone (public: the algorithm's).  One row per HMAC
+ * algorithm the gateway accepts (AuraJWTAlgorithms knows HS256 only). */
+typedef struct {
+    const char *name;               /* exact JWA name */
+    const EVP_MD *(*md)(void);
+    apr_size_t len;                 /* MAC bytes */
+} hmac_def_t;
+
+static const hmac_def_t hmac_defs[] = {
+    { "HS256", EVP_sha256, 32 },
+};
+
+#define N_HMACS (sizeof(hmac_defs) / sizeof(hmac_defs[0]))
+
+/* The unpadded base64url length of n bytes. */
+#define B64URL_LEN(n) (((n) * 4 + 2) / 3)
+
+int aura_jwt_hmac_ok(const char *alg, const char *input,
+                     apr_size_t input_len, const char *sig,
+                     apr_size_t sig_len, const unsigned char *secret,
+                     apr_size_t secret_len)
+{
+    const hmac_def_t *def = NULL;
+    unsigned char want[EVP_MAX_MD_SIZE];
+    unsigned char got[B64URL_DECODED_MAX(B64URL_LEN(EVP_MAX_MD_SIZE))];
+    unsigned int want_len = 0;
+    apr_size_t got_len = 0, i;
+    int ok;
+
+    for (i = 0; alg && i < N_HMACS; i++) {
+        if (!strcmp(hmac_defs[i].name, alg)) {
+            def = &hmac_defs[i];
+        }
+    }
+    if (!def || !input || !sig || !secret || secret_len == 0
+        || secret_len > INT_MAX) {
+        return 0;
+    }
+    /* Any other length (truncated, padded, a longer MAC's) is refused
+     * before anything is computed: the length is no secret. */
+    if (sig_len != B64URL_LEN(def->len)
+        || b64url_decode_into(sig, sig_len, 0, got, sizeof(got), &got_len)
+           != 0
+        || got_len != def->len) {
+        return 0;
+    }
+    if (!HMAC(def->md(), secret, (int)secret_len,
+              (const unsigned char *)input, input_len, want, &want_len)
+        || want_len != def->len) {
+        ERR_clear_error();
+        return 0;
+    }
+    ok = CRYPTO_memcmp(want, got, def->len) == 0;
+    /* The right MAC of this input is a valid signature for it. */
+    OPENSSL_cleanse(want, sizeof(want));
+    return ok;
+}
+
+/* The signature with the selected key only: HMAC here, RS256 and ES256
+ * by libjwt.  The token is NUL-terminated at t->len (strnlen found
+ * it). */
 static aura_jwt_result_e check_signature(const parts_t *t,
                                          const header_t *h,
                                          const jwt_key_t *key)
@@ -781,8 +875,16 @@ static aura_jwt_result_e check_signature(const parts_t *t,
     jwt_t *jwt = NULL;
     aura_jwt_result_e rv = AURA_JWT_BAD_SIGNATURE;
 
-    if (t->dot2 + 1 == t->len || !key->key || key->key_len == 0) {
+    if (t->dot2 + 1 == t->len || !key->key || key->key_len == 0
+        || key->alg != h->alg->bit) {
         return AURA_JWT_BAD_SIGNATURE;
+    }
+    if (key->alg == AURA_JWT_HS256) {
+        return aura_jwt_hmac_ok(h->alg->name, t->token, t->dot2,
+                                t->token + t->dot2 + 1,
+                                t->len - t->dot2 - 1, key->key,
+                                key->key_len)
+               ? AURA_JWT_OK : AURA_JWT_BAD_SIGNATURE;
     }
     if (jwt_decode(&jwt, t->token, key->key, (int)key->key_len) == 0
         && jwt && jwt_get_alg(jwt) == h->alg->lib) {
@@ -937,6 +1039,12 @@ static aura_jwt_result_e check_claims(json_t *c, const aura_jwt_policy_t *pol,
     if (sub && !subject_ok(sub, pol)) {
         return AURA_JWT_BAD_SUBJECT;
     }
+    /* A user whose sub reads "key:<hex>" would be a key's actor:
+     * Aura-Actor, quota bucket and stream budget (issue #29). */
+    if (sub && aura_identity_actor_reserved(json_string_value(sub),
+                                            json_string_length(sub))) {
+        return AURA_JWT_RESERVED_SUBJECT;
+    }
     if (!project_ok(c, pol)) {
         return AURA_JWT_BAD_PROJECT;
     }
@@ -1037,6 +1145,8 @@ const char *aura_jwt_result_text(aura_jwt_result_e r)
         return "token subject too long or not printable";
     case AURA_JWT_BAD_PROJECT:
         return "token not for the API key's project";
+    case AURA_JWT_RESERVED_SUBJECT:
+        return "token subject reserved for API keys";
     }
     return "token invalid";
 }

@@ -171,8 +171,13 @@ typedef enum {
     AURA_JWT_BAD_AUDIENCE,
     AURA_JWT_NO_SUBJECT,
     AURA_JWT_BAD_SUBJECT,    /**< sub too long or with a control char */
-    AURA_JWT_BAD_PROJECT     /**< project_claim absent or not project */
+    AURA_JWT_BAD_PROJECT,    /**< project_claim absent or not project */
+    /* Since 0.5.0: */
+    AURA_JWT_RESERVED_SUBJECT /**< sub in the keys' actor namespace */
 } aura_jwt_result_e;
+
+/** The last value of aura_jwt_result_e (for range checks). */
+#define AURA_JWT_RESULT_LAST AURA_JWT_RESERVED_SUBJECT
 
 /**
  * Verify a compact JWS (header.payload.signature).
@@ -195,8 +200,10 @@ typedef enum {
  *     The key type pins the algorithm: an HS256 token never meets a
  *     public key PEM, an RS256 token never meets a secret;
  *  5. payload: a JSON object without duplicate names or NUL: MALFORMED;
- *  6. signature: empty, or refused by libjwt jwt_decode() with that key
- *     alone, or libjwt saw another algorithm: BAD_SIGNATURE;
+ *  6. signature: empty, or refused with that key alone: BAD_SIGNATURE.
+ *     HS256 by aura_jwt_hmac_ok() (constant time, never libjwt), RS256
+ *     and ES256 by libjwt jwt_decode(), which must also see the
+ *     algorithm the header named;
  *  7. claims (read here from the payload): registered claims of the wrong
  *     JSON type (exp/nbf/iat not numbers, iss/sub not strings, aud not a
  *     string or an array of strings): MALFORMED; exp absent: NO_EXP;
@@ -204,7 +211,10 @@ typedef enum {
  *     leeway: NOT_YET_VALID; iss: BAD_ISSUER; aud: BAD_AUDIENCE; sub:
  *     NO_SUBJECT; sub longer than sub_max or holding a control character
  *     or DEL (aura_identity_text_ok(), on the JSON length, so "\u0000"
- *     is seen): BAD_SUBJECT, whether or not require_sub is set;
+ *     is seen): BAD_SUBJECT, whether or not require_sub is set; sub
+ *     starting with "key:" in any case, the namespace of the keys'
+ *     actors (aura_identity_actor_reserved()): RESERVED_SUBJECT,
+ *     whether or not require_sub is set;
  *     project_claim absent, not a string or not equal to project:
  *     BAD_PROJECT.  exp/nbf/iat may be integers or reals (seconds);
  *     values beyond year 9999 are clamped there.
@@ -220,6 +230,31 @@ typedef enum {
 aura_jwt_result_e aura_jwt_verify(apr_pool_t *p, const aura_jwt_keyset_t *ks,
                                   const aura_jwt_policy_t *pol,
                                   const char *token, aura_jwt_claims_t *out);
+
+/**
+ * Check a JWS HMAC signature (RFC 7515 section 5.2, RFC 7518 section
+ * 3.2) in constant time: the MAC of input under secret is computed with
+ * OpenSSL and compared with CRYPTO_memcmp() to the decoded signature,
+ * never as text (libjwt 1.10.2 uses strcmp(), a timing oracle).
+ * @param alg the JWA name; "HS256" is the only HMAC the gateway
+ *        accepts: any other name ("RS256", "ES256", "HS384", "none",
+ *        NULL) is refused, so a public key can never verify as an HMAC
+ *        secret through here
+ * @param input the JWS signing input as sent (header "." payload)
+ * @param input_len its length
+ * @param sig the signature part as sent
+ * @param sig_len its length
+ * @param secret the HMAC key; secret_len its length, not 0
+ * @return 1 when sig is the unpadded, canonical base64url of exactly the
+ *         MAC; 0 otherwise: another length (truncated, padded, longer),
+ *         a character outside base64url, unused trailing bits set, a
+ *         wrong MAC, an unknown alg, an empty secret, an OpenSSL failure
+ *         (its error queue is cleared).  Allocates nothing; thread-safe.
+ */
+int aura_jwt_hmac_ok(const char *alg, const char *input,
+                     apr_size_t input_len, const char *sig,
+                     apr_size_t sig_len, const unsigned char *secret,
+                     apr_size_t secret_len);
 
 /**
  * @return a short text for a result, safe to show a client ("token

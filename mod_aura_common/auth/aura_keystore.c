@@ -72,6 +72,27 @@ static apr_interval_time_t cache_ttl;
 static apr_interval_time_t cache_stale;
 static unsigned char tag_keys[2][AURA_SIPHASH_KEY_LEN];
 
+/* The cache's destructor, run when the child pool goes, just before its
+ * mutex is destroyed (registered after it: cleanups run last-in-first-
+ * out).  The NATS connection, whose invalidation handler locks that
+ * mutex and writes the slots, must be closed by then: aura_nats.c closes
+ * it in a pre-cleanup, which runs before every cleanup.  Should a change
+ * ever break that order, this says so instead of letting a late
+ * invalidation run into a destroyed mutex. */
+static apr_status_t cache_cleanup(void *data)
+{
+    server_rec *s = data;
+
+    if (aura_nats_conn()) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, s, AURA_LOGNO(01800)
+                     "child exit (pid %" APR_PID_T_FMT "): the key cache "
+                     "is released while the NATS connection is still "
+                     "open; a key invalidation could run into it "
+                     "(report this as a bug)", getpid());
+    }
+    return APR_SUCCESS;
+}
+
 void aura_keystore_child_init(apr_pool_t *pchild, server_rec *s)
 {
     const aura_server_conf_t *c = aura_server_conf(s);
@@ -91,6 +112,8 @@ void aura_keystore_child_init(apr_pool_t *pchild, server_rec *s)
                                 pchild) != APR_SUCCESS) {
         slots_mutex = NULL;
     }
+    apr_pool_cleanup_register(pchild, s, cache_cleanup,
+                              apr_pool_cleanup_null);
 }
 
 static void tag_of(const char *key, apr_uint64_t tag[2])

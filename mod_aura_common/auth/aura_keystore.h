@@ -6,11 +6,9 @@
 #define AURA_KEYSTORE_H
 
 #include "aura.h"
-
-/* A key's actor: this prefix and the first 16 hex digits of the key's
- * SHA-256, never the key. */
-#define AURA_KEY_ACTOR_PREFIX "key:"
-#define AURA_KEY_ACTOR_HEX 16
+/* AURA_KEY_ACTOR_PREFIX, AURA_KEY_ACTOR_HEX: a key's actor, in the pure
+ * identity rules so that the token check refuses the same namespace. */
+#include "auth/aura_identity.h"
 
 /* aura_keystore.c */
 void aura_keystore_child_init(apr_pool_t *pchild, server_rec *s);

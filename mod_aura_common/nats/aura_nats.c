@@ -29,9 +29,18 @@
  *
  * The connection is shared by all worker threads of the child (nats.c
  * locks internally; each request uses its own natsMsg).  It is destroyed
- * by a cleanup on the child pool, so it closes when the child exits.
- * Callbacks run on nats.c threads: they only log; the connection state
- * is read from nats.c itself.
+ * by a pre-cleanup of the child pool, so it closes when the child exits,
+ * before anything else of the child is: its callbacks call into the
+ * key cache (a rotation's invalidation), whose mutex and slots belong to
+ * the child pool too.  As a plain cleanup, registered in child_init
+ * before the key cache's, it ran after it (cleanups run last-in-first-
+ * out): the cache's mutex was destroyed while the subscription could
+ * still deliver.  A pre-cleanup runs before every cleanup and before the
+ * pool's subpools are destroyed, whatever the order of child_init; and
+ * the teardown waits until the invalidation handler has returned for
+ * the last time (nats.c's completion callback), so no callback of this
+ * connection runs once it is over.  Callbacks run on nats.c threads:
+ * they only log; the connection state is read from nats.c itself.
  *
  * What lives on the connection registers itself from register_hooks
  * (aura_nats_add_user: the reply inboxes; aura_nats_on_invalidation:
@@ -50,6 +59,7 @@
 
 #include <nats/nats.h>
 #include <pthread.h>
+#include <time.h>
 
 /* Written in child_init only; read by worker threads afterwards. */
 static natsConnection *child_nc;
@@ -64,6 +74,18 @@ static aura_nats_invalidation_fn *invalidation_fn;
 /* Set by the child pool cleanup before the connection is destroyed, so
  * the disconnect that destroying causes is not reported as an outage. */
 static volatile int child_exiting;
+/* The invalidation subscription's completion (nats.c calls it once the
+ * subscription is closed and its handler has returned for the last
+ * time): armed in child_init, awaited by the child pool cleanup. */
+static pthread_mutex_t invalidation_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t invalidation_cond = PTHREAD_COND_INITIALIZER;
+static int invalidation_armed;      /* under invalidation_lock */
+static int invalidation_complete;   /* under invalidation_lock */
+
+/* How long the child's exit waits for the invalidation handler to
+ * return: it holds the key cache's lock for an O(size) scan, no I/O, and
+ * no request thread is left to contend for it. */
+#define INVALIDATION_DRAIN_WAIT 2    /* seconds */
 /* 1 while connected, kept by the connection's callbacks.  Every request
  * asks, often more than once; natsConnection_Status() takes the
  * connection's lock, which the publishing threads contend for: asking
@@ -209,6 +231,48 @@ static void on_error(natsConnection *nc, natsSubscription *sub,
     aura_nats_report(child_server, nc, err);
 }
 
+static void on_invalidation_complete(void *closure)
+{
+    (void)closure;
+    pthread_mutex_lock(&invalidation_lock);
+    invalidation_complete = 1;
+    pthread_cond_broadcast(&invalidation_cond);
+    pthread_mutex_unlock(&invalidation_lock);
+}
+
+/* Closes the invalidation subscription and waits, for at most
+ * INVALIDATION_DRAIN_WAIT, until nats.c says its handler will not run
+ * again: after this the key cache may go. */
+static void close_invalidations(server_rec *s)
+{
+    struct timespec until;
+    int rc = 0;
+
+    if (!invalidation_sub) {
+        return;
+    }
+    /* Unsubscribes and closes it: a message not yet delivered is
+     * dropped, one being handled is finished. */
+    natsSubscription_Destroy(invalidation_sub);
+    invalidation_sub = NULL;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += INVALIDATION_DRAIN_WAIT;
+    pthread_mutex_lock(&invalidation_lock);
+    while (invalidation_armed && !invalidation_complete && rc == 0) {
+        rc = pthread_cond_timedwait(&invalidation_cond, &invalidation_lock,
+                                    &until);
+    }
+    pthread_mutex_unlock(&invalidation_lock);
+    if (rc != 0) {
+        ap_log_error(APLOG_MARK, APLOG_WARNING, 0, s, AURA_LOGNO(01801)
+                     "child exit (pid %" APR_PID_T_FMT "): the key "
+                     "invalidation handler did not return within %d s; "
+                     "closing NATS anyway", getpid(),
+                     INVALIDATION_DRAIN_WAIT);
+    }
+}
+
+/* A pre-cleanup of the child pool: see the top of this file. */
 static apr_status_t nats_child_cleanup(void *data)
 {
     int i;
@@ -221,10 +285,7 @@ static apr_status_t nats_child_cleanup(void *data)
             users[i]->child_exit();
         }
     }
-    if (invalidation_sub) {
-        natsSubscription_Destroy(invalidation_sub);
-        invalidation_sub = NULL;
-    }
+    close_invalidations(child_server);
     if (child_nc) {
         natsConnection_Destroy(child_nc);
         child_nc = NULL;
@@ -382,9 +443,10 @@ void aura_nats_child_init(apr_pool_t *pchild, server_rec *s)
                      ap_escape_logitem(pchild, nats_GetLastError(NULL)));
         return;
     }
-    /* Registered first so it also runs when a step below fails. */
-    apr_pool_cleanup_register(pchild, NULL, nats_child_cleanup,
-                              apr_pool_cleanup_null);
+    /* Registered first so it also runs when a step below fails; a
+     * pre-cleanup, so the connection is gone before the key cache and
+     * everything else of the child pool (see the top of this file). */
+    apr_pool_pre_cleanup_register(pchild, NULL, nats_child_cleanup);
     st = build_options(pchild, c, &opts);
     if (st == NATS_OK) {
         st = natsConnection_Connect(&child_nc, opts);
@@ -418,6 +480,15 @@ void aura_nats_child_init(apr_pool_t *pchild, server_rec *s)
                      invalidation_subject,
                      ap_escape_logitem(pchild, nats_GetLastError(NULL)));
         invalidation_sub = NULL;
+    }
+    /* Without it the exit cannot know when the handler is done (it
+     * fails only for a subscription already closed). */
+    else if (natsSubscription_SetOnCompleteCB(invalidation_sub,
+                                              on_invalidation_complete,
+                                              NULL) == NATS_OK) {
+        pthread_mutex_lock(&invalidation_lock);
+        invalidation_armed = 1;
+        pthread_mutex_unlock(&invalidation_lock);
     }
 }
 

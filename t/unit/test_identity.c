@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -36,6 +37,57 @@ static void test_text_ok(void **state)
     memset(big, 'a', sizeof(big));
     assert_true(aura_identity_text_ok(big, AURA_SUB_MAX, AURA_SUB_MAX));
     assert_false(aura_identity_text_ok(big, AURA_SUB_MAX + 1, AURA_SUB_MAX));
+}
+
+/* A user's actor never reads as a key's (issue #29 point 6). */
+static const struct {
+    const char *s;
+    apr_size_t len;             /* 0: strlen(s) */
+    int want;
+} reserved_cases[] = {
+    { "key:0123456789abcdef", 0, 1 },   /* a key's actor, exactly */
+    { "key:", 0, 1 },
+    { "key:anything at all", 0, 1 },
+    { "KEY:0123456789abcdef", 0, 1 },   /* any case */
+    { "Key:x", 0, 1 },
+    { "kEy:x", 0, 1 },
+    { "key", 0, 0 },
+    { "key-1", 0, 0 },
+    { "keys:1", 0, 0 },
+    { "key;x", 0, 0 },
+    { " key:x", 0, 0 },
+    { "monkey:1", 0, 0 },
+    { "user:key:1", 0, 0 },
+    { "k\xc3\xa9y:x", 0, 0 },
+    { "key:x", 3, 0 },                  /* only "key" counted */
+    { "key:x", 4, 1 },
+    { "", 0, 0 },
+    { NULL, 4, 0 },
+};
+
+static void test_actor_reserved(void **state)
+{
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(reserved_cases) / sizeof(reserved_cases[0]);
+         i++) {
+        const char *s = reserved_cases[i].s;
+        apr_size_t len = reserved_cases[i].len ? reserved_cases[i].len
+                                               : (s ? strlen(s) : 0);
+        int got = aura_identity_actor_reserved(s, len);
+
+        if (got != reserved_cases[i].want) {
+            print_error("row %zu \"%s\": expected %d, got %d\n", i,
+                        s ? s : "(null)", reserved_cases[i].want, got);
+        }
+        assert_int_equal(got, reserved_cases[i].want);
+    }
+    /* What the key store builds is in the namespace. */
+    assert_true(aura_identity_actor_reserved(AURA_KEY_ACTOR_PREFIX
+                                             "0123456789abcdef",
+                                             sizeof(AURA_KEY_ACTOR_PREFIX)
+                                             - 1 + AURA_KEY_ACTOR_HEX));
 }
 
 static void test_id_ok(void **state)
@@ -119,6 +171,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_text_ok),
         cmocka_unit_test(test_id_ok),
+        cmocka_unit_test(test_actor_reserved),
         cmocka_unit_test(test_authz),
     };
 

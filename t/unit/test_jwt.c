@@ -920,6 +920,32 @@ static const verify_case_t verify_cases[] = {
       HS_RAW("{\"exp\":1700000300,\"sub\":\"a\\rb\"}"),
       .want = AURA_JWT_BAD_SUBJECT },
 
+    /* sub: never in the keys' actor namespace (issue #29 point 6) */
+    { "sub key:<hex>, a key's actor", "#29",
+      HS_RAW("{\"exp\":1700000300,\"sub\":\"key:0123456789abcdef\"}"),
+      .require_sub = 1, .want = AURA_JWT_RESERVED_SUBJECT },
+    { "sub key:<hex>, sub not required", "#29",
+      HS_RAW("{\"exp\":1700000300,\"sub\":\"key:0123456789abcdef\"}"),
+      .want = AURA_JWT_RESERVED_SUBJECT },
+    { "sub KEY:<hex>", "#29",
+      HS_RAW("{\"exp\":1700000300,\"sub\":\"KEY:0123456789ABCDEF\"}"),
+      .want = AURA_JWT_RESERVED_SUBJECT },
+    { "sub key: alone", "#29",
+      HS_RAW("{\"exp\":1700000300,\"sub\":\"key:\"}"),
+      .want = AURA_JWT_RESERVED_SUBJECT },
+    { "sub key:<hex>, RS256", "#29", RAW(H_RS, K_RSA),
+      .payload = "{\"exp\":1700000300,\"sub\":\"key:0123456789abcdef\"}",
+      .ks = KS_ALL, .want = AURA_JWT_RESERVED_SUBJECT },
+    { "sub keys:1", "#29",
+      HS_RAW("{\"exp\":1700000300,\"sub\":\"keys:1\"}"),
+      .want = AURA_JWT_OK, .want_sub = "keys:1" },
+    { "sub monkey:1", "#29",
+      HS_RAW("{\"exp\":1700000300,\"sub\":\"monkey:1\"}"),
+      .want = AURA_JWT_OK, .want_sub = "monkey:1" },
+    { "sub key", "#29",
+      HS_RAW("{\"exp\":1700000300,\"sub\":\"key\"}"),
+      .want = AURA_JWT_OK, .want_sub = "key" },
+
     /* project claim */
     { "project claim equal", NULL,
       HS_RAW("{\"exp\":1700000300,\"sub\":\"u\",\"aura_project\":\"p1\"}"),
@@ -1716,7 +1742,7 @@ static void test_result_text(void **state)
     int r, s;
 
     (void)state;
-    for (r = AURA_JWT_OK; r <= AURA_JWT_BAD_PROJECT; r++) {
+    for (r = AURA_JWT_OK; r <= AURA_JWT_RESULT_LAST; r++) {
         const char *t = aura_jwt_result_text((aura_jwt_result_e)r);
 
         assert_non_null(t);
