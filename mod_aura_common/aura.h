@@ -49,6 +49,9 @@
  *                    aura_request_path_check_ex with
  *                    AURA_REQUEST_PATH_PARAMS admits them (the data
  *                    plane's AuraPathParams allow).
+ *                    aura_request_t.query_keys: every key parameter of
+ *                    the query, in any spelling; query_key is set only
+ *                    when there is exactly one.
  */
 #ifndef AURA_H
 #define AURA_H
@@ -124,7 +127,9 @@ typedef struct aura_request_t {
                                  management: owner | admin | member */
     const char *actor;      /**< the JWT's sub, else key:<hash prefix> */
     /** The apikey query parameter, taken out of r->args and redacted from
-     *  the request line; only streaming Locations may use it. */
+     *  the request line; only streaming Locations may use it.  Since
+     *  2.5: set only when the query had exactly one key parameter (any
+     *  spelling, query_keys), "" when its value does not decode. */
     const char *query_key;
     /* 1.5: the W3C trace id (32 hex): the client's when its traceparent
      * was valid, else a new trace's. */
@@ -151,6 +156,12 @@ typedef struct aura_request_t {
     /* 2.2: what only mod_aura_common reads (the route, the problem
      * noted): core/aura_request.h; opaque to the plane modules. */
     struct aura_request_private_t *priv;
+    /* 2.5: every key parameter the query had (apikey in any spelling,
+     * case or encoding: aura_apikey_param_name), all taken out of r->args
+     * before anything forwards it: their values (const char *), decoded,
+     * in order, NULL for one that does not decode.  NULL when there was
+     * none.  More than one is ambiguous: the data plane refuses it. */
+    const apr_array_header_t *query_keys;
 } aura_request_t;
 
 /**
