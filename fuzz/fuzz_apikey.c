@@ -10,10 +10,11 @@
  *  - aura_apikey_well_formed accepts exactly AURA_APIKEY_MIN to
  *    AURA_APIKEY_MAX characters of [A-Za-z0-9._~-]; the hash of a
  *    well-formed key is 64 lower-case hex digits;
- *  - aura_apikey_from_query: a key is taken only from a query with
- *    exactly one apikey parameter (two or more are refused), and what is
- *    left is the query's other parameters, in order, none named apikey;
- *    without a key the query is left as it is;
+ *  - aura_apikey_from_query: every key parameter ("apikey" or
+ *    "xapikey" once decoded up to three times, letters and digits only,
+ *    lower case; separated by '&' or ';') is counted and taken out, and
+ *    what is left is the query's other parameters, in order; without
+ *    one the query is left as it is; each one's name is redacted;
  *  - aura_redact_query/uri/request_line (aura_redact.c, the one
  *    redaction rule of issue #15): a value that could be a key, under a
  *    name aura_redact_name calls a credential (apikey always), never
@@ -62,72 +63,124 @@ static void check_well_formed(const char *s)
     }
 }
 
-/* Is [s, s+len) the apikey parameter (name alone or name=value)? */
-static int is_key_param(const char *s, size_t len)
+/* The reference flat form of a name, computed apart from the code
+ * under test: up to three rounds of %XX decoding of the whole name,
+ * then ASCII letters and digits, lower-cased.  NULL when too long. */
+static const char *ref_flat(apr_pool_t *p, const char *s, size_t len)
 {
-    return len >= 6 && !strncmp(s, "apikey", 6) && (len == 6 || s[6] == '=');
+    char *buf, *out;
+    size_t i, n, o;
+    int round;
+
+    if (len > AURA_REDACT_NAME_MAX) {
+        return NULL;
+    }
+    buf = apr_pstrmemdup(p, s, len);
+    n = len;
+    for (round = 0; round < 3; round++) {
+        int changed = 0;
+
+        for (i = 0, o = 0; i < n; i++) {
+            if (buf[i] == '%' && i + 2 < n && apr_isxdigit(buf[i + 1])
+                && apr_isxdigit(buf[i + 2])) {
+                char hex[3] = { buf[i + 1], buf[i + 2], 0 };
+
+                buf[o++] = (char)strtol(hex, NULL, 16);
+                i += 2;
+                changed = 1;
+            }
+            else {
+                buf[o++] = buf[i];
+            }
+        }
+        n = o;
+        if (!changed) {
+            break;
+        }
+    }
+    out = apr_palloc(p, n + 1);
+    for (i = 0, o = 0; i < n; i++) {
+        unsigned char c = (unsigned char)buf[i];
+
+        if (c < 0x80 && apr_isalnum(c)) {
+            out[o++] = (char)apr_tolower(c);
+        }
+    }
+    out[o] = '\0';
+    return out;
 }
 
-/* The segments of a query, split on '&' as a query is; empty ones
- * dropped. */
+/* Is [s, s+len) a key parameter (its name, before any '=', "apikey" or
+ * "xapikey" in flat form)? */
+static int is_key_param(apr_pool_t *p, const char *s, size_t len)
+{
+    const char *eq = memchr(s, '=', len);
+    const char *flat = ref_flat(p, s, eq ? (size_t)(eq - s) : len);
+
+    return flat && (!strcmp(flat, "apikey") || !strcmp(flat, "xapikey"));
+}
+
+/* The parameters of a query, split on '&' and ';' as the gateway reads
+ * it; empty ones dropped. */
 static apr_array_header_t *segments(apr_pool_t *p, const char *q)
 {
     apr_array_header_t *a = apr_array_make(p, 8, sizeof(const char *));
 
     while (q && *q) {
-        const char *end = strchr(q, '&');
-        size_t len = end ? (size_t)(end - q) : strlen(q);
+        size_t len = strcspn(q, "&;");
 
         if (len) {
             APR_ARRAY_PUSH(a, const char *) = apr_pstrmemdup(p, q, len);
         }
-        q = end ? end + 1 : q + len;
+        q += len;
+        if (*q) {
+            q++;
+        }
     }
     return a;
 }
 
-/* The oracle is the parameter exactly named apikey.  A wider rule (look-
- * alike spellings taken out or refused too, issue #15) keeps every
- * assertion here true. */
+/* Every key parameter, in any spelling, is found and taken out (issue
+ * #29 point 5); what is left is exactly the other parameters, in their
+ * order; a query without one is left as it is, the very string; every
+ * key parameter's name is one the redaction rule hides. */
 static void check_from_query(apr_pool_t *p, const char *args)
 {
-    const char *key = (const char *)"unset", *rest = (const char *)"unset";
-    apr_status_t rv = aura_apikey_from_query(p, args, &key, &rest);
-    apr_array_header_t *in = segments(p, args), *out;
-    int params = 0, i, j;
+    apr_array_header_t *keys = NULL;
+    const char *rest = (const char *)"unset";
+    int n = aura_apikey_from_query(p, args, &keys, &rest);
+    apr_array_header_t *in = segments(p, args), *out, *want;
+    int params = 0, i;
 
+    want = apr_array_make(p, 8, sizeof(const char *));
     for (i = 0; i < in->nelts; i++) {
         const char *seg = APR_ARRAY_IDX(in, i, const char *);
+        size_t len = strlen(seg);
 
-        params += is_key_param(seg, strlen(seg));
-    }
-    if (rv != APR_SUCCESS) {
-        AURA_FUZZ_ASSERT(rv == APR_EINVAL);
-        return;
-    }
-    AURA_FUZZ_ASSERT(params <= 1);
-    if (params) {
-        AURA_FUZZ_ASSERT(key != NULL);
-    }
-    /* What is left: no apikey parameter, and only parameters of the
-     * query, in their order. */
-    out = segments(p, rest);
-    for (i = 0, j = 0; i < out->nelts; i++) {
-        const char *seg = APR_ARRAY_IDX(out, i, const char *);
+        if (is_key_param(p, seg, len)) {
+            const char *eq = memchr(seg, '=', len);
 
-        AURA_FUZZ_ASSERT(!is_key_param(seg, strlen(seg)));
-        while (j < in->nelts && strcmp(APR_ARRAY_IDX(in, j, const char *),
-                                       seg)) {
-            j++;
+            params++;
+            AURA_FUZZ_ASSERT(aura_redact_name(seg, eq ? (apr_size_t)(eq - seg)
+                                                      : len));
         }
-        AURA_FUZZ_ASSERT(j < in->nelts);
-        j++;
+        else {
+            APR_ARRAY_PUSH(want, const char *) = seg;
+        }
     }
-    if (!params) {
+    AURA_FUZZ_ASSERT(n == params);
+    if (!n) {
+        AURA_FUZZ_ASSERT(keys == NULL && rest == args);
         return;
     }
-    /* The one exact apikey parameter is not left in the rest. */
-    AURA_FUZZ_ASSERT(out->nelts < in->nelts);
+    AURA_FUZZ_ASSERT(keys && keys->nelts == n);
+    out = segments(p, rest);
+    AURA_FUZZ_ASSERT(out->nelts == want->nelts);
+    for (i = 0; i < out->nelts; i++) {
+        AURA_FUZZ_ASSERT(!strcmp(APR_ARRAY_IDX(out, i, const char *),
+                                 APR_ARRAY_IDX(want, i, const char *)));
+    }
+    AURA_FUZZ_ASSERT(rest == NULL || *rest);
 }
 
 /* Whether val (no separator in it) occurs in a parameter of q other

@@ -2,15 +2,19 @@
  *
  * fuzz_path.c: libFuzzer harness for aura_path_check (aura_path.c), the
  * raw request path's admission rule (issue #15 point 5).  Each input is
- * one raw path.  Two checks:
+ * one raw path.  Three checks:
  * - invariants of an accepted path, on its one-pass decoding (what
  *   httpd's r->uri becomes): it starts with "/", holds no NUL or other
  *   control character, no "\", no "//", no segment "." or ".." (nor one
  *   that is "." or ".." before ";parameters"), and has as many "/" as
  *   the raw path (no encoded slash);
  * - a reference verdict, computed the other way round (decode the whole
- *   path first, then split it), must equal the function's: a refusal the
- *   rule does not call for is a finding too.
+ *   path first, then split it), must equal the function's with
+ *   AURA_PATH_ALLOW_PARAMS: a refusal the rule does not call for is a
+ *   finding too;
+ * - without the flag (issue #29 point 4) the verdict is the same, but
+ *   that a path accepted with it is refused (AURA_PATH_EPARAMS) exactly
+ *   when its decoding holds a ";".
  * Build standalone:
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -I mod_aura_common \
  *     $(apr-1-config --includes --cppflags) fuzz/fuzz_path.c \
@@ -156,7 +160,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     CHECK(raw && dec);
     memcpy(raw, data, size);
-    rv = aura_path_check(raw, size, &why);
+    rv = aura_path_check(raw, size, AURA_PATH_ALLOW_PARAMS, &why);
     CHECK(rv == APR_SUCCESS || rv == APR_EINVAL);
     CHECK(rv == APR_SUCCESS ? why == NULL : why != NULL);
 
@@ -165,6 +169,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(want == (rv == APR_SUCCESS));
     if (rv == APR_SUCCESS) {
         check_accepted(data, size, dec, (size_t)n);
+    }
+    /* Without the flag (the default on both planes): the same answer,
+     * except that an accepted path with a ";" (raw or encoded: the
+     * decoded bytes have it) is refused for it alone. */
+    {
+        const char *why2 = NULL;
+        apr_status_t rv2 = aura_path_check(raw, size, 0, &why2);
+
+        if (rv != APR_SUCCESS) {
+            CHECK(rv2 == APR_EINVAL && why2 && !strcmp(why2, why));
+        }
+        else if (memchr(dec, ';', (size_t)n)) {
+            CHECK(rv2 == AURA_PATH_EPARAMS && why2 != NULL);
+        }
+        else {
+            CHECK(rv2 == APR_SUCCESS && why2 == NULL);
+        }
     }
     free(dec);
     free(raw);

@@ -45,6 +45,13 @@
  *                    Upgrade: h2c request to its HTTP/2 stream 1.
  *   2026-12-05  2.4  aura_client_prefix: the client address as the
  *                    limiters count it, for the anonymous quota's id.
+ *   2026-12-06  2.5  aura_request_path_check refuses ";parameters";
+ *                    aura_request_path_check_ex with
+ *                    AURA_REQUEST_PATH_PARAMS admits them (the data
+ *                    plane's AuraPathParams allow).
+ *                    aura_request_t.query_keys: every key parameter of
+ *                    the query, in any spelling; query_key is set only
+ *                    when there is exactly one.
  */
 #ifndef AURA_H
 #define AURA_H
@@ -60,7 +67,7 @@
  */
 
 #define AURA_API_MAJOR 2
-#define AURA_API_MINOR 4
+#define AURA_API_MINOR 5
 
 /* The export trio, as mod_proxy.h, mod_dbd.h and mod_watchdog.h spell it.
  * The modules are built with -fvisibility=hidden: only what carries
@@ -120,7 +127,9 @@ typedef struct aura_request_t {
                                  management: owner | admin | member */
     const char *actor;      /**< the JWT's sub, else key:<hash prefix> */
     /** The apikey query parameter, taken out of r->args and redacted from
-     *  the request line; only streaming Locations may use it. */
+     *  the request line; only streaming Locations may use it.  Since
+     *  2.5: set only when the query had exactly one key parameter (any
+     *  spelling, query_keys), "" when its value does not decode. */
     const char *query_key;
     /* 1.5: the W3C trace id (32 hex): the client's when its traceparent
      * was valid, else a new trace's. */
@@ -147,6 +156,12 @@ typedef struct aura_request_t {
     /* 2.2: what only mod_aura_common reads (the route, the problem
      * noted): core/aura_request.h; opaque to the plane modules. */
     struct aura_request_private_t *priv;
+    /* 2.5: every key parameter the query had (apikey in any spelling,
+     * case or encoding: aura_apikey_param_name), all taken out of r->args
+     * before anything forwards it: their values (const char *), decoded,
+     * in order, NULL for one that does not decode.  NULL when there was
+     * none.  More than one is ambiguous: the data plane refuses it. */
+    const apr_array_header_t *query_keys;
 } aura_request_t;
 
 /**
@@ -183,16 +198,32 @@ AURA_DECLARE(aura_request_t *) aura_request_begin(request_rec *r,
 /**
  * Refuse a raw request path that httpd's normalization would change
  * (dot-segments, encoded dot-segments, encoded slashes or backslashes,
- * control characters, invalid escapes, empty segments: aura_path.h), so
- * that the path every rule decides on is the path a service receives
- * (docs/envelope.md, "One path").  Call from post_read_request after
- * aura_request_begin(), and return what it returns.
+ * control characters, invalid escapes, empty segments: aura_path.h), or
+ * that holds a ";" (raw or %3B: segment parameters, which some services
+ * drop and httpd's rules keep), so that the path every rule decides on
+ * is the path a service receives (docs/envelope.md, "One path").  Call
+ * from post_read_request after aura_request_begin(), and return what it
+ * returns.
  * @param r the request
  * @return DECLINED when the path is acceptable (or the request is not an
- *         initial one), HTTP_BAD_REQUEST (problem invalid-request)
- *         otherwise.
+ *         initial one), HTTP_BAD_REQUEST otherwise (problem
+ *         path-parameters for a ";" in an otherwise normal path,
+ *         invalid-request for the rest).
  */
 AURA_DECLARE(int) aura_request_path_check(request_rec *r);
+
+/** aura_request_path_check_ex: admit ";parameters" (a plane whose
+ *  services all take ";" as a character of a name). */
+#define AURA_REQUEST_PATH_PARAMS 0x1
+
+/**
+ * aura_request_path_check with flags (2.5).
+ * @param r the request
+ * @param flags 0 (as aura_request_path_check) or
+ *        AURA_REQUEST_PATH_PARAMS
+ * @return as aura_request_path_check
+ */
+AURA_DECLARE(int) aura_request_path_check_ex(request_rec *r, int flags);
 
 /**
  * The state made by aura_request_begin() for this request or the request

@@ -28,12 +28,15 @@ static int refuse(request_rec *r, int status, const char *type,
     return status;
 }
 
+/* The query keys looked up for a service_role key, at most: enough for
+ * any honest mistake, and an attacker's extra ones cost nothing (the
+ * request is refused as ambiguous without them). */
+#define DATA_QUERY_LOOKUPS 4
+
 /* A service_role key in the URL is refused wherever it comes, even
- * next to a header key that would have been used instead: the key has
- * leaked into logs and Referers, and only a refusal (and the warning)
- * tells its owner to rotate it.  Looked up only when well-formed (junk
- * costs nothing); an unknown or ordinary query key next to a header key
- * is left alone, as before.  OK, or the refusal's status. */
+ * next to a header key that would have been used instead, or hidden
+ * among other key parameters: the key has leaked into logs and Referers,
+ * and only a refusal (and the warning) tells its owner to rotate it. */
 static int refuse_url_service_key(request_rec *r,
                                   const aura_key_identity_t *id)
 {
@@ -44,36 +47,110 @@ static int refuse_url_service_key(request_rec *r,
                   "a service_role key is never accepted in a URL");
 }
 
-static int refuse_service_key_in_query(request_rec *r, const char *qkey)
+/* Each distinct well-formed query key, up to DATA_QUERY_LOOKUPS, is
+ * looked up (junk costs nothing); OK, or the refusal of the first
+ * service_role one.  An unknown key or a store that cannot answer here
+ * is left to the rest of the door. */
+static int refuse_service_keys_in_query(request_rec *r,
+                                        const apr_array_header_t *keys)
 {
-    aura_key_identity_t qid;
+    int i, j, looked = 0;
 
-    if (!aura_apikey_well_formed(qkey)
-        || aura_key_lookup(r, qkey, &qid) != APR_SUCCESS
-        || strcmp(qid.key_role, "service_role")) {
-        return OK;
+    for (i = 0; keys && i < keys->nelts && looked < DATA_QUERY_LOOKUPS;
+         i++) {
+        const char *k = APR_ARRAY_IDX(keys, i, const char *);
+        aura_key_identity_t qid;
+        int seen = 0;
+
+        for (j = 0; j < i && !seen; j++) {
+            const char *e = APR_ARRAY_IDX(keys, j, const char *);
+
+            seen = e && k && !strcmp(e, k);
+        }
+        if (seen || !aura_apikey_well_formed(k)) {
+            continue;
+        }
+        looked++;
+        if (aura_key_lookup(r, k, &qid) == APR_SUCCESS
+            && !strcmp(qid.key_role, "service_role")) {
+            return refuse_url_service_key(r, &qid);
+        }
     }
-    return refuse_url_service_key(r, &qid);
+    return OK;
+}
+
+/* Two keys where one is read: which one would a service, a log reader
+ * or the next gateway take?  Refused, never guessed (issue #29 point 5:
+ * a second ?apikey= used to switch the service_role check off). */
+static int refuse_ambiguous(request_rec *r, const char *what)
+{
+    ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, AURA_LOGNO(01750)
+                  "ambiguous API key refused: %s", what);
+    return refuse(r, HTTP_UNAUTHORIZED, "ambiguous-key",
+                  apr_pstrcat(r->pool, "ambiguous API key: ", what,
+                              "; send exactly one key, in the apikey "
+                              "header", NULL));
+}
+
+/* The header key: every apikey and X-API-Key header must say the same.
+ * key is NULL when there is none; agree 0 when they disagree, or when a
+ * value is a list: httpd joins a repeated header's values with ", ",
+ * and a key never holds a comma. */
+typedef struct {
+    const char *key;
+    int agree;
+} header_keys_t;
+
+static int header_key_one(void *rec, const char *name, const char *value)
+{
+    header_keys_t *h = rec;
+
+    (void)name;
+    if (strchr(value, ',')) {
+        h->agree = 0;
+        return 0;
+    }
+    if (!h->key) {
+        h->key = value;
+    }
+    else if (strcmp(h->key, value)) {
+        h->agree = 0;
+        return 0;
+    }
+    return 1;
 }
 
 /* Which key the request presents: *key and *from_query set, OK; or the
- * refusal's status (two header keys that disagree, a query key where
- * none is allowed, a service_role key in the URL, no key at all). */
+ * refusal's status (a service_role key in the URL, keys that disagree
+ * or too many, a query key where none is allowed, no key at all). */
 static int presented_key(request_rec *r, const aura_request_t *rq,
                          int allow_query, const char **key, int *from_query)
 {
-    const char *hdr = apr_table_get(r->headers_in, "apikey");
-    const char *alt = apr_table_get(r->headers_in, "X-API-Key");
+    header_keys_t h = { NULL, 1 };
+    int nq = rq->query_keys ? rq->query_keys->nelts : 0, rc;
 
+    *key = NULL;
     *from_query = 0;
-    /* Two different keys in one request: ambiguous, refuse. */
-    if (hdr && alt && strcmp(hdr, alt)) {
-        return refuse(r, HTTP_UNAUTHORIZED, "invalid-key",
-                      "apikey and X-API-Key disagree");
+    apr_table_do(header_key_one, &h, r->headers_in, "apikey", "X-API-Key",
+                 NULL);
+    /* A leaked service_role key first: whatever else is wrong, its
+     * owner must hear that it leaked. */
+    rc = refuse_service_keys_in_query(r, rq->query_keys);
+    if (rc != OK) {
+        return rc;
     }
-    *key = hdr ? hdr : alt;
-    if (*key && rq->query_key) {
-        return refuse_service_key_in_query(r, rq->query_key);
+    if (!h.agree) {
+        return refuse_ambiguous(r, "more than one key in the apikey and "
+                                "X-API-Key headers");
+    }
+    if (nq > 1) {
+        return refuse_ambiguous(r, apr_psprintf(r->pool, "%d apikey "
+                                "parameters in the query", nq));
+    }
+    *key = h.key;
+    if (*key && rq->query_key && strcmp(*key, rq->query_key)) {
+        return refuse_ambiguous(r, "the apikey query parameter and the "
+                                "header key differ");
     }
     if (!*key && rq->query_key) {
         if (!allow_query) {

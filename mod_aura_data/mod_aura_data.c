@@ -8,14 +8,18 @@
  * What is the data plane's here: the API key door (data_apikey.c), the
  * bearer token policy (the project claim, AuraTokenProjectClaim; the
  * audience, AuraJWTAudience and AuraJWTAudienceMatch), CORS for every
- * origin, the actor quota's id (an actor within its project).
+ * origin, the actor quota's id (an actor within its project), whether
+ * a path may hold ";parameters" (AuraPathParams).
  *
  * Hook order (verified with mod_info's ?hooks view by the test-suite):
+ *   check_config       AuraPathParams allow never reaches a management
+ *                      VirtualHost
  *   post_read_request  request state and id, first thing, so every
  *                      response of the plane carries X-Request-Id; an
  *                      apikey query parameter leaves the URL here
  *                      (mod_aura_common, on every plane); the plane's
- *                      CORS rule ("*") is set in the request state
+ *                      CORS rule ("*") is set in the request state; the
+ *                      raw path is checked (AuraPathParams)
  *   quick_handler      FIRST: a CORS preflight is answered before any
  *                      credential is asked for
  *   translate_name     FIRST, before mod_proxy and mod_rewrite: claim a
@@ -59,6 +63,10 @@ typedef struct {
     const char *audience;        /* AuraJWTAudience; NULL: not checked */
     int audience_any;            /* AuraJWTAudienceMatch any: 1, all: 0,
                                     unset: -1 (all) */
+    int path_params;             /* AuraPathParams allow: 1, refuse: 0,
+                                    unset: -1 (refuse) */
+    const char *path_params_at;  /* "file:line" of the allow in force,
+                                    for check_config's message */
 } data_server_conf_t;
 
 /* Every origin, answered "*" without credentials (DESIGN.md section 9):
@@ -93,6 +101,8 @@ static void *data_create_server_conf(apr_pool_t *p, server_rec *s)
     (void)s;
     c->audience = NULL;
     c->audience_any = -1;
+    c->path_params = -1;
+    c->path_params_at = NULL;
     return c;
 }
 
@@ -106,6 +116,14 @@ static void *data_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     c->audience = add->audience ? add->audience : base->audience;
     c->audience_any = add->audience_any != -1 ? add->audience_any
                                               : base->audience_any;
+    if (add->path_params != -1) {
+        c->path_params = add->path_params;
+        c->path_params_at = add->path_params_at;
+    }
+    else {
+        c->path_params = base->path_params;
+        c->path_params_at = base->path_params_at;
+    }
     return c;
 }
 
@@ -180,6 +198,32 @@ static const char *set_audience_match(cmd_parms *cmd, void *dummy,
     return NULL;
 }
 
+/* A VirtualHost-wide choice: the path is checked in post_read_request,
+ * before any Location is chosen (a ";" decides which one would be). */
+static const char *set_path_params(cmd_parms *cmd, void *dummy,
+                                   const char *arg)
+{
+    data_server_conf_t *c =
+        ap_get_module_config(cmd->server->module_config, &aura_data_module);
+
+    (void)dummy;
+    if (!strcasecmp(arg, "refuse")) {
+        c->path_params = 0;
+        c->path_params_at = NULL;
+    }
+    else if (!strcasecmp(arg, "allow")) {
+        c->path_params = 1;
+        c->path_params_at = apr_psprintf(cmd->pool, "%s:%d",
+                                         cmd->directive->filename,
+                                         cmd->directive->line_num);
+    }
+    else {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not refuse or allow",
+                            cmd->cmd->name, arg);
+    }
+    return NULL;
+}
+
 static const command_rec data_cmds[] = {
     AP_INIT_TAKE1("AuraJWTAudience", set_audience, NULL,
                   RSRC_CONF, "The aud a bearer token must carry"),
@@ -197,6 +241,10 @@ static const command_rec data_cmds[] = {
                   "and no user token is the client address's (address, "
                   "the default) or the key's, shared by every visitor "
                   "(key)"),
+    AP_INIT_TAKE1("AuraPathParams", set_path_params, NULL, RSRC_CONF,
+                  "Whether a data-plane request path may hold ';' "
+                  "segment parameters (allow) or is refused with 400 "
+                  "(refuse, the default)"),
     { NULL }
 };
 
@@ -251,6 +299,36 @@ static const char *data_quota_id(request_rec *r)
     return apr_pstrcat(r->pool, "d:", project, ":", rq->actor, NULL);
 }
 
+/* The management plane's role rules are path rules: a ";" there is
+ * always refused (docs/security.md, "One path").  An allow that reaches
+ * a management VirtualHost, its own or inherited, stops the start (also
+ * under apachectl -t) rather than being silently ignored. */
+static int data_check_config(apr_pool_t *pconf, apr_pool_t *plog,
+                             apr_pool_t *ptemp, server_rec *s)
+{
+    server_rec *v;
+
+    (void)pconf; (void)plog; (void)ptemp;
+    for (v = s; v; v = v->next) {
+        const data_server_conf_t *c =
+            ap_get_module_config(v->module_config, &aura_data_module);
+
+        if (aura_server_plane(v) == AURA_PLANE_MGMT && c->path_params == 1) {
+            ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
+                         AURA_LOGNO(01751) "AuraPathParams allow at %s "
+                         "reaches the management plane (VirtualHost "
+                         "defined at %s:%d), which always refuses ';' in "
+                         "paths: set it inside the data plane's "
+                         "VirtualHost",
+                         c->path_params_at ? c->path_params_at : "?",
+                         v->defn_name ? v->defn_name : "?",
+                         v->defn_line_number);
+            return HTTP_INTERNAL_SERVER_ERROR;
+        }
+    }
+    return OK;
+}
+
 static int data_post_config(apr_pool_t *pconf, apr_pool_t *plog,
                             apr_pool_t *ptemp, server_rec *s)
 {
@@ -263,13 +341,19 @@ static int data_post_config(apr_pool_t *pconf, apr_pool_t *plog,
 
 static int data_post_read_request(request_rec *r)
 {
+    const data_server_conf_t *c =
+        ap_get_module_config(r->server->module_config, &aura_data_module);
+
     if (aura_server_plane(r->server) != AURA_PLANE_DATA) {
         return DECLINED;
     }
     aura_request_begin(r, AURA_PLANE_DATA)->cors = &any_origin;
     /* Before any Location is walked: the path the rules will see must be
-     * the path the service receives (docs/envelope.md, "One path"). */
-    return aura_request_path_check(r);
+     * the path the service receives (docs/envelope.md, "One path"); a
+     * ";" only where the operator said every service takes it as a
+     * character (AuraPathParams allow). */
+    return aura_request_path_check_ex(r, c->path_params == 1
+                                         ? AURA_REQUEST_PATH_PARAMS : 0);
 }
 
 static int data_translate_name(request_rec *r)
@@ -329,6 +413,7 @@ static void data_register_hooks(apr_pool_t *p)
     };
 
     (void)p;
+    ap_hook_check_config(data_check_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(data_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_read_request(data_post_read_request, NULL, NULL,
                               APR_HOOK_FIRST);

@@ -2,11 +2,14 @@
  *
  * aura_apikey.c: API key parsing.  Keys are opaque, high-entropy strings;
  * the store holds only their SHA-256 (no salt needed for random keys, and
- * equality lookup stays possible).  A key in the query string is taken
- * out of it before anything logs or forwards the query; the request line
- * is redacted by aura_redact.c's rule, which hides every look-alike.
+ * equality lookup stays possible).  Every key parameter of the query,
+ * "apikey" in any spelling, case or encoding, is taken out of it before
+ * anything logs or forwards the query (issue #29 point 5: a second one
+ * used to leave both in); the request line is redacted by aura_redact.c's
+ * rule, which hides every look-alike.
  */
 #include "auth/aura_apikey.h"
+#include "core/aura_redact.h"
 
 #include "apr_strings.h"
 #include "apr_lib.h"
@@ -110,57 +113,89 @@ static char *form_decode(apr_pool_t *p, const char *s, apr_size_t len)
     return out;
 }
 
-static int is_key_param(const char *s, apr_size_t len)
+int aura_apikey_param_name(const char *name, apr_size_t len)
 {
-    apr_size_t plen = sizeof(AURA_APIKEY_PARAM) - 1;
+    char flat[AURA_REDACT_NAME_MAX + 1];
 
-    return len >= plen && !strncmp(s, AURA_APIKEY_PARAM, plen)
-           && (len == plen || s[plen] == '=');
+    return aura_param_name_flat(name, len, flat)
+           && (!strcmp(flat, AURA_APIKEY_PARAM)
+               || !strcmp(flat, "x" AURA_APIKEY_PARAM));
 }
 
-apr_status_t aura_apikey_from_query(apr_pool_t *p, const char *args,
-                                    const char **key, const char **rest)
+/* Parameters are separated by '&', and by ';' which CGI.pm, PHP's
+ * arg_separator.input, Rack before 3 and Python's parse_qs before 3.9.2
+ * read as a separator too: a key after a ";" reaches the services that
+ * read it so. */
+#define SEPARATORS "&;"
+
+/* Whether the parameter [s, s+len) is a key parameter. */
+static int is_key_param(const char *s, apr_size_t len)
 {
-    const char *s = args;
+    const char *eq = memchr(s, '=', len);
+
+    return aura_apikey_param_name(s, eq ? (apr_size_t)(eq - s) : len);
+}
+
+/* The value of the parameter [s, s+len), decoded (NULL if it does not
+ * decode). */
+static const char *param_value(apr_pool_t *p, const char *s, apr_size_t len)
+{
+    const char *eq = memchr(s, '=', len);
+
+    if (!eq) {
+        return "";
+    }
+    return form_decode(p, eq + 1, len - (apr_size_t)(eq + 1 - s));
+}
+
+int aura_apikey_from_query(apr_pool_t *p, const char *args,
+                           apr_array_header_t **keys, const char **rest)
+{
+    const char *s;
     char *kept;
     apr_size_t kept_len = 0;
     int found = 0;
 
-    *key = NULL;
+    *keys = NULL;
     *rest = args;
     if (!args || !*args) {
-        return APR_SUCCESS;
+        return 0;
     }
+    /* Nothing to take out (nearly every request): no allocation. */
+    for (s = args; ; ) {
+        apr_size_t len = strcspn(s, SEPARATORS);
+
+        if (len && is_key_param(s, len)) {
+            break;
+        }
+        if (!s[len]) {
+            return 0;
+        }
+        s += len + 1;
+    }
+    *keys = apr_array_make(p, 2, sizeof(const char *));
     kept = apr_palloc(p, strlen(args) + 1);
-    while (*s) {
-        const char *end = strchr(s, '&');
-        apr_size_t len = end ? (apr_size_t)(end - s) : strlen(s);
+    for (s = args; ; ) {
+        apr_size_t len = strcspn(s, SEPARATORS);
 
-        if (is_key_param(s, len)) {
-            apr_size_t plen = sizeof(AURA_APIKEY_PARAM) - 1;
-            const char *v = len > plen ? s + plen + 1 : "";
-            apr_size_t vlen = len > plen ? len - plen - 1 : 0;
-
-            if (found++) {
-                return APR_EINVAL;
-            }
-            *key = form_decode(p, v, vlen);
-            if (!*key) {
-                return APR_EINVAL;
-            }
+        if (len && is_key_param(s, len)) {
+            APR_ARRAY_PUSH(*keys, const char *) = param_value(p, s, len);
+            found++;
         }
         else if (len) {
+            /* Kept with the separator that preceded it (s > args). */
             if (kept_len) {
-                kept[kept_len++] = '&';
+                kept[kept_len++] = s[-1];
             }
             memcpy(kept + kept_len, s, len);
             kept_len += len;
         }
-        s = end ? end + 1 : s + len;
+        if (!s[len]) {
+            break;
+        }
+        s += len + 1;
     }
     kept[kept_len] = '\0';
-    if (found) {
-        *rest = kept_len ? kept : NULL;
-    }
-    return APR_SUCCESS;
+    *rest = kept_len ? kept : NULL;
+    return found;
 }

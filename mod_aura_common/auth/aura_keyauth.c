@@ -1,10 +1,11 @@
 /* Licensed under the Apache License, Version 2.0 (see LICENSE).
  *
  * aura_keyauth.c: the route's AuraPublic and AuraStreaming, and the
- * apikey query parameter taken out of the URL on every plane (a key
- * must never travel further than the gateway); the API key door itself,
- * which key is accepted from where, is mod_aura_data's (data_apikey.c),
- * on top of aura_key_lookup (aura_keystore.c).
+ * apikey query parameters, in every spelling, taken out of the URL on
+ * every plane (a key must never travel further than the gateway); the
+ * API key door itself, which key is accepted from where, is
+ * mod_aura_data's (data_apikey.c), on top of aura_key_lookup
+ * (aura_keystore.c).
  */
 #include "core/aura_module.h"
 #include "auth/aura_apikey.h"
@@ -25,27 +26,33 @@ AURA_DECLARE(int) aura_route_streaming(request_rec *r)
     return aura_dir_conf(r)->streaming == 1;
 }
 
-/* From post_read_request, on every plane: the key leaves the query
- * string, and the request line and the unparsed URI lose every
- * credential-looking value (aura_redact.c), before anything can log or
- * forward them.  The rest of r->args is forwarded as it came (a
- * password-reset token is the auth service's business) and is hidden
- * only when the request is logged (aura_redact_log_transaction). */
+/* From post_read_request, on every plane: every key parameter (apikey
+ * in any spelling, aura_apikey_param_name) leaves the query string, and
+ * the request line and the unparsed URI lose every credential-looking
+ * value (aura_redact.c), before anything can log or forward them.  The
+ * rest of r->args is forwarded as it came (a password-reset token is the
+ * auth service's business) and is hidden only when the request is
+ * logged (aura_redact_log_transaction).  Which key counts, and whether
+ * two are one too many, is the data plane's door (data_apikey.c): the
+ * management plane reads no key, and forwards none. */
 void aura_take_query_key(request_rec *r, aura_request_t *rq)
 {
-    const char *key = NULL, *rest = r->args;
+    apr_array_header_t *keys = NULL;
+    const char *rest = r->args;
+    int n;
 
     aura_redact_request(r);
-    if (!r->args || !ap_strstr_c(r->args, AURA_APIKEY_PARAM)) {
+    n = aura_apikey_from_query(r->pool, r->args, &keys, &rest);
+    if (!n) {
         return;
     }
-    if (aura_apikey_from_query(r->pool, r->args, &key, &rest)
-        != APR_SUCCESS) {
-        /* Ambiguous (two keys, bad escape): keep none of them, and make
-         * sure authentication refuses the request. */
-        key = "";
+    rq->query_keys = keys;
+    if (n == 1) {
+        const char *only = APR_ARRAY_IDX(keys, 0, const char *);
+
+        /* One that does not decode: a key no lookup can find. */
+        rq->query_key = only ? only : "";
     }
-    rq->query_key = key;
     r->args = (char *)rest;
     r->parsed_uri.query = (char *)rest;
 }

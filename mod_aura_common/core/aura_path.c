@@ -6,8 +6,12 @@
  * service or upstream may read the path as sent, or normalize it another
  * way.  Rather than forwarding one spelling and authorizing another, a
  * path with anything normalization would change is refused: what is
- * left decodes to exactly what the rules saw.  One pass, no allocation,
- * no state beyond the current segment.
+ * left decodes to exactly what the rules saw.  A ";" (raw or %3B) is
+ * refused as well unless the caller allows it: httpd keeps "keys;x" as
+ * the name of a segment, so a rule on ".../keys/rotate" does not apply,
+ * while Tomcat, Spring and Jetty drop ";x" and find-my-way cuts the
+ * path there, and run the rotation.  One pass, no allocation, no state
+ * beyond the current segment and whether a ";" was seen.
  */
 #include "core/aura_path.h"
 
@@ -102,10 +106,11 @@ static apr_status_t scan_segment(const char *raw, apr_size_t len,
     return APR_SUCCESS;
 }
 
-apr_status_t aura_path_check(const char *raw, apr_size_t len,
+apr_status_t aura_path_check(const char *raw, apr_size_t len, int flags,
                              const char **why)
 {
     apr_size_t i;
+    int params = 0;
 
     if (!raw || len == 0 || raw[0] != '/') {
         return refuse(why, "a path that does not start with /");
@@ -126,6 +131,15 @@ apr_status_t aura_path_check(const char *raw, apr_size_t len,
         if (sg.name_len == 0 && (i < len || i > start)) {
             return refuse(why, "an empty segment (// or /;)");
         }
+        params |= sg.params;
+    }
+    /* Last: a path refused for anything else says so, whatever ";" it
+     * also holds; this one is otherwise normal. */
+    if (params && !(flags & AURA_PATH_ALLOW_PARAMS)) {
+        if (why) {
+            *why = "a ';' (raw or %3B) in the path: segment parameters";
+        }
+        return AURA_PATH_EPARAMS;
     }
     return APR_SUCCESS;
 }

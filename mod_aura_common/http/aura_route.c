@@ -82,11 +82,12 @@ AURA_DECLARE(aura_request_t *) aura_request_begin(request_rec *r,
     return rq;
 }
 
-AURA_DECLARE(int) aura_request_path_check(request_rec *r)
+AURA_DECLARE(int) aura_request_path_check_ex(request_rec *r, int flags)
 {
     aura_request_t *rq = aura_request_get(r);
     const char *raw = rq ? rq->raw_path : NULL;
     const char *why = NULL;
+    apr_status_t rv;
 
     /* Internal redirects carry a path from the configuration; "OPTIONS *"
      * and CONNECT have none. */
@@ -95,15 +96,34 @@ AURA_DECLARE(int) aura_request_path_check(request_rec *r)
     }
     /* An absolute-form target without a path ("http://host") is "/"
      * to httpd. */
-    if (!*raw || aura_path_check(raw, strlen(raw), &why) == APR_SUCCESS) {
+    if (!*raw) {
+        return DECLINED;
+    }
+    rv = aura_path_check(raw, strlen(raw),
+                         (flags & AURA_REQUEST_PATH_PARAMS)
+                         ? AURA_PATH_ALLOW_PARAMS : 0, &why);
+    if (rv == APR_SUCCESS) {
         return DECLINED;
     }
     ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, AURA_LOGNO(00400)
                   "path refused: %s", why);
-    aura_problem_note(r, "invalid-request", apr_pstrcat(r->pool,
-                      "path refused (", why, "): send it in its "
-                      "normalized form (docs/envelope.md)", NULL));
+    if (rv == AURA_PATH_EPARAMS) {
+        aura_problem_note(r, "path-parameters", "path refused: a ';' "
+                          "(raw or %3B) in a segment, which some services "
+                          "drop and the rules keep; send the path without "
+                          "';parameters' (docs/envelope.md, \"One path\")");
+    }
+    else {
+        aura_problem_note(r, "invalid-request", apr_pstrcat(r->pool,
+                          "path refused (", why, "): send it in its "
+                          "normalized form (docs/envelope.md)", NULL));
+    }
     return HTTP_BAD_REQUEST;
+}
+
+AURA_DECLARE(int) aura_request_path_check(request_rec *r)
+{
+    return aura_request_path_check_ex(r, 0);
 }
 
 apr_off_t aura_declared_length(request_rec *r)

@@ -186,9 +186,16 @@ my @cases = (
       "<VirtualHost 127.0.0.1:1>\nAuraPlane management\n"
       . "AuraCORSAllowOrigin null\n</VirtualHost>\n",
       qr/AuraCORSAllowOrigin: 'null' is not an origin: "null" is the origin of sandboxed/ ],
+    [ 'AuraPathParams with a word (#29)',
+      "<VirtualHost 127.0.0.1:1>\nAuraPlane data\nAuraPathParams strip\n"
+      . "</VirtualHost>\n",
+      qr/AuraPathParams: 'strip' is not refuse or allow/ ],
+    [ 'AuraPathParams in a Location (#29)',
+      "<Location /x>\nAuraPathParams allow\n</Location>\n",
+      qr/AuraPathParams not allowed in <Location> context/ ],
 );
 
-plan tests => 2 * @cases + 3 + 4 + 4 + 4 + 3;
+plan tests => 2 * @cases + 3 + 4 + 4 + 4 + 3 + 5;
 
 my $dir = tempdir(CLEANUP => 1);
 
@@ -291,3 +298,25 @@ like($out, qr{AURA00128: LogFormat at \S+/httpd\.conf:\d+: the note %\{aura-acto
      'the old note is named, with its replacement');
 unlike($out, qr{aura-request-id\}n is not set|aura-problem-type\}n is not set},
        'notes that are still set are not');
+
+# AuraPathParams allow (issue #29 point 4): a data-plane choice; the
+# management plane always refuses ';', so an allow that reaches one, set
+# there or inherited from the main server, stops the start.
+($rc, $out) = check_conf("<VirtualHost 127.0.0.1:1>\nAuraPlane data\n"
+                         . "AuraPathParams allow\n</VirtualHost>\n", 1);
+is($rc, 0, 'AuraPathParams allow on the data plane: fine') or diag($out);
+($rc, $out) = check_conf("<VirtualHost 127.0.0.1:1>\nAuraPlane management\n"
+                         . "AuraPathParams allow\n</VirtualHost>\n", 1);
+isnt($rc, 0, 'AuraPathParams allow on the management plane: refused');
+like($out, qr{AURA01751: AuraPathParams allow at \S+/httpd\.conf:\d+ reaches the management plane \(VirtualHost defined at \S+:\d+\)},
+     'names the directive\'s line and the VirtualHost');
+($rc, $out) = check_conf("AuraPathParams allow\n"
+                         . "<VirtualHost 127.0.0.1:1>\nAuraPlane management\n"
+                         . "</VirtualHost>\n", 1);
+like($out, qr{AURA01751: AuraPathParams allow at \S+:\d+ reaches the management plane},
+     'inherited from the main server: refused too');
+($rc, $out) = check_conf("AuraPathParams allow\n"
+                         . "<VirtualHost 127.0.0.1:1>\nAuraPlane management\n"
+                         . "AuraPathParams refuse\n</VirtualHost>\n", 1);
+is($rc, 0, 'overridden by refuse in the management VirtualHost: fine')
+    or diag($out);

@@ -42,7 +42,7 @@ my @refused = (
     [ 'unknown key',     [ apikey => $UNKNOWN ],        'invalid-key' ],
     [ 'revoked key',     [ apikey => $REVOKED ],        'invalid-key' ],
     [ 'two different keys', [ apikey => $ANON, 'X-API-Key' => $SERVICE ],
-      'invalid-key' ],
+      'ambiguous-key' ],
     [ 'anon key in the query of a non-streaming route',
       [], 'key-not-allowed-in-query', "?apikey=$ANON" ],
 );

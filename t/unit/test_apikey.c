@@ -10,6 +10,7 @@
 
 #include "apr_general.h"
 #include "apr_pools.h"
+#include "apr_strings.h"
 
 #include "auth/aura_apikey.h"
 
@@ -86,48 +87,80 @@ static void test_hash(void **state)
                              "27ae41e4649b934ca495991b7852b855");
 }
 
+/* Every key parameter leaves the query, in any spelling (#29: issue
+ * #29 point 5, a repeated or re-spelled apikey used to stay in). */
 static void test_from_query(void **state)
 {
     static const struct {
         const char *args;
-        apr_status_t rv;
-        const char *key;    /* NULL: none */
+        int n;              /* key parameters found */
+        const char *keys;   /* their values joined by '|', "(null)" for
+                               one that does not decode */
         const char *rest;   /* NULL: nothing left */
     } rows[] = {
-        { NULL, APR_SUCCESS, NULL, NULL },
-        { "a=1&b=2", APR_SUCCESS, NULL, "a=1&b=2" },
-        { "apikey=k1", APR_SUCCESS, "k1", NULL },
-        { "a=1&apikey=k1&b=2", APR_SUCCESS, "k1", "a=1&b=2" },
-        { "apikey=k%2D1+x", APR_SUCCESS, "k-1 x", NULL },
-        { "apikeyx=1&xapikey=2", APR_SUCCESS, NULL, "apikeyx=1&xapikey=2" },
-        { "apikey", APR_SUCCESS, "", NULL },
-        { "apikey=", APR_SUCCESS, "", NULL },
-        { "a=1&&apikey=k", APR_SUCCESS, "k", "a=1" },
-        /* ambiguous or undecodable: refused */
-        { "apikey=a&apikey=b", APR_EINVAL, NULL, NULL },
-        { "apikey=%zz", APR_EINVAL, NULL, NULL },
-        { "apikey=%4", APR_EINVAL, NULL, NULL },
-        { "apikey=a%00b", APR_EINVAL, NULL, NULL },
+        { NULL, 0, "", NULL },
+        { "", 0, "", "" },
+        { "a=1&b=2", 0, "", "a=1&b=2" },
+        { "a=1;b=2&&c", 0, "", "a=1;b=2&&c" },  /* untouched: no key */
+        { "apikey=k1", 1, "k1", NULL },
+        { "a=1&apikey=k1&b=2", 1, "k1", "a=1&b=2" },
+        { "apikey=k%2D1+x", 1, "k-1 x", NULL },
+        { "apikeyx=1&key=2&myapikey=3", 0, "", "apikeyx=1&key=2&myapikey=3" },
+        { "apikey", 1, "", NULL },
+        { "apikey=", 1, "", NULL },
+        { "a=1&&apikey=k", 1, "k", "a=1" },
+        /* #29: two or more, every one taken out */
+        { "apikey=a&apikey=b", 2, "a|b", NULL },
+        { "x=1&apikey=a&y=2&apikey=a", 2, "a|a", "x=1&y=2" },
+        /* #29: other spellings, cases and encodings */
+        { "APIKEY=k&x=1", 1, "k", "x=1" },
+        { "api%6Bey=k", 1, "k", NULL },
+        { "Api%4Bey=k&x", 1, "k", "x" },
+        { "%2561pikey=k", 1, "k", NULL },
+        { "api_key=k", 1, "k", NULL },
+        { "Api-Key=k", 1, "k", NULL },
+        { "x-api-key=k", 1, "k", NULL },
+        { "X_API_KEY=k", 1, "k", NULL },
+        { "apikey[]=k", 1, "k", NULL },
+        { "api+key=k", 1, "k", NULL },
+        /* #29: after a ';', the other separators kept */
+        { "x=1;apikey=k", 1, "k", "x=1" },
+        { "apikey=k;x=1&y=2;z", 1, "k", "x=1&y=2;z" },
+        { "f=a;b&APIKEY=k&g=c;d", 1, "k", "f=a;b&g=c;d" },
+        { "apikey=a;APIKEY=b&api_key=c", 3, "a|b|c", NULL },
+        /* values that do not decode: found all the same */
+        { "apikey=%zz", 1, "(null)", NULL },
+        { "apikey=%4&x=1", 1, "(null)", "x=1" },
+        { "apikey=a%00b", 1, "(null)", NULL },
     };
     size_t i;
 
     (void)state;
     for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-        const char *key = NULL, *rest = NULL;
-        apr_status_t rv = aura_apikey_from_query(pool, rows[i].args, &key,
-                                                 &rest);
+        apr_array_header_t *keys = (apr_array_header_t *)"unset";
+        const char *rest = "unset", *joined = "";
+        int n = aura_apikey_from_query(pool, rows[i].args, &keys, &rest);
+        int k;
 
-        assert_int_equal(rv, rows[i].rv);
-        if (rv != APR_SUCCESS) {
+        if (n != rows[i].n) {
+            fail_msg("row %zu (%s): %d key parameters, not %d", i,
+                     rows[i].args ? rows[i].args : "NULL", n, rows[i].n);
+        }
+        if (!n) {
+            assert_null(keys);
+            /* untouched: the very string */
+            assert_ptr_equal(rest, rows[i].args);
             continue;
         }
-        if (rows[i].key) {
-            assert_non_null(key);
-            assert_string_equal(key, rows[i].key);
+        assert_non_null(keys);
+        assert_int_equal(keys->nelts, n);
+        for (k = 0; k < n; k++) {
+            const char *v = APR_ARRAY_IDX(keys, k, const char *);
+
+            joined = apr_pstrcat(pool, joined, k ? "|" : "",
+                                 v ? v : "(null)", NULL);
         }
-        else {
-            assert_null(key);
-        }
+        assert_string_equal(joined, rows[i].keys);
         if (rows[i].rest) {
             assert_non_null(rest);
             assert_string_equal(rest, rows[i].rest);
@@ -138,12 +171,45 @@ static void test_from_query(void **state)
     }
 }
 
+static void test_param_name(void **state)
+{
+    static const struct {
+        const char *name;
+        int key;
+    } rows[] = {
+        { "apikey", 1 }, { "APIKEY", 1 }, { "ApiKey", 1 },
+        { "api%6Bey", 1 }, { "api%6bey", 1 }, { "%61%70%69%6B%65%79", 1 },
+        { "%2561pikey", 1 }, { "api_key", 1 }, { "api-key", 1 },
+        { "api.key", 1 }, { "x-api-key", 1 }, { "X-API-KEY", 1 },
+        { "apikey[]", 1 }, { "api%00key", 1 },
+        { "key", 0 }, { "apikeys", 0 }, { "myapikey", 0 }, { "api", 0 },
+        { "user[apikey]", 0 }, { "", 0 }, { "token", 0 },
+    };
+    char long_name[300];
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        if (aura_apikey_param_name(rows[i].name, strlen(rows[i].name))
+            != rows[i].key) {
+            fail_msg("'%s' should%s be a key parameter", rows[i].name,
+                     rows[i].key ? "" : " not");
+        }
+    }
+    /* Too long to read: not a key parameter (the redaction rule hides
+     * its value in logs all the same). */
+    memset(long_name, '-', sizeof(long_name));
+    memcpy(long_name, "apikey", 6);
+    assert_false(aura_apikey_param_name(long_name, sizeof(long_name)));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_well_formed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_from_query, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_param_name, setup, teardown),
     };
 
     return cmocka_run_group_tests_name("apikey", tests, group_setup,

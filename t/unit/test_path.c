@@ -3,7 +3,9 @@
  * test_path.c: the raw path's admission rule (aura_path.c), row by row:
  * what passes (and so decodes to what httpd's rules see), and every
  * spelling that would let the rules see one path and a service another.
- * Rows marked #15 are the attacks of issue #15 point 5.
+ * Rows marked #15 are the attacks of issue #15 point 5; #29, the
+ * ";parameters" of issue #29 point 4, refused unless the caller allows
+ * them (AURA_PATH_ALLOW_PARAMS).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,11 +30,24 @@ static const char *const good[] = {
     "/v1/x/a..b",
     "/v1/x/..a",
     "/v1/x/%2e%2e%2e",                    /* "..." */
-    "/v1/x/a;b=c",                        /* parameters after a name */
     "/v1/x/caf%C3%A9",                    /* UTF-8 */
     "/v1/x/\xc3\xa9",                     /* raw obs-text */
     "/v1/x/a%3Fb%23c",                    /* encoded ? and # */
     "/v1/projects/proj-a/keys/rotate",
+};
+
+/* Normal but for their ";parameters": refused by default
+ * (AURA_PATH_EPARAMS), accepted with AURA_PATH_ALLOW_PARAMS. */
+static const char *const params[] = {
+    "/v1/x/a;b=c",                        /* parameters after a name */
+    "/v1/projects/p/keys;x/rotate",       /* #29: in an earlier segment */
+    "/v1/projects/p/KEYS;v=1/Rotate",     /* #29 */
+    "/v1/projects/p/keys%3Bx/rotate",     /* #29: encoded */
+    "/v1/projects/p/keys%3bx/rotate",     /* #29: lower-case escape */
+    "/v1/projects/p/keys/rotate;x=1",     /* #29: in the last one */
+    "/v1/projects/p/keys/rotate;",
+    "/v1/projects/p/keys/rotate%3B.json",
+    "/v1;x/projects/p",
 };
 
 static const struct {
@@ -108,12 +123,42 @@ static void test_good(void **state)
     (void)state;
     for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
         const char *why = NULL;
-        apr_status_t rv = aura_path_check(good[i], strlen(good[i]), &why);
+        apr_status_t rv = aura_path_check(good[i], strlen(good[i]), 0,
+                                          &why);
 
         if (rv != APR_SUCCESS) {
             fail_msg("refused \"%s\": %s", good[i], why ? why : "?");
         }
         assert_null(why);
+        /* The flag changes nothing where there is no ";". */
+        assert_int_equal(aura_path_check(good[i], strlen(good[i]),
+                                         AURA_PATH_ALLOW_PARAMS, NULL),
+                         APR_SUCCESS);
+    }
+}
+
+static void test_params(void **state)
+{
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(params) / sizeof(params[0]); i++) {
+        const char *why = NULL;
+        apr_status_t rv = aura_path_check(params[i], strlen(params[i]), 0,
+                                          &why);
+
+        if (rv != AURA_PATH_EPARAMS) {
+            fail_msg("\"%s\" not refused for its parameters", params[i]);
+        }
+        assert_non_null(why);
+        assert_non_null(strstr(why, "';'"));
+        why = NULL;
+        rv = aura_path_check(params[i], strlen(params[i]),
+                             AURA_PATH_ALLOW_PARAMS, &why);
+        if (rv != APR_SUCCESS) {
+            fail_msg("allowed, \"%s\" refused: %s", params[i],
+                     why ? why : "?");
+        }
     }
 }
 
@@ -125,7 +170,7 @@ static void test_bad(void **state)
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         const char *why = NULL;
         apr_status_t rv = aura_path_check(bad[i].path, strlen(bad[i].path),
-                                          &why);
+                                          0, &why);
 
         if (rv != APR_EINVAL) {
             fail_msg("accepted \"%s\"", bad[i].path);
@@ -135,6 +180,11 @@ static void test_bad(void **state)
             fail_msg("\"%s\": \"%s\" does not say %s", bad[i].path, why,
                      bad[i].why);
         }
+        /* Allowing ";parameters" relaxes none of these: "..;x" is still
+         * a dot-segment, "/;x/" still empty. */
+        assert_int_equal(aura_path_check(bad[i].path, strlen(bad[i].path),
+                                         AURA_PATH_ALLOW_PARAMS, NULL),
+                         APR_EINVAL);
     }
 }
 
@@ -146,16 +196,18 @@ static void test_length(void **state)
     const char *why = NULL;
 
     (void)state;
-    assert_int_equal(aura_path_check(nul, sizeof(nul) - 1, &why),
+    assert_int_equal(aura_path_check(nul, sizeof(nul) - 1, 0, &why),
                      APR_EINVAL);
     assert_non_null(strstr(why, "control"));
     /* "/v1/a%2" cut in the middle of an escape */
-    assert_int_equal(aura_path_check("/v1/a%2F", 7, NULL), APR_EINVAL);
+    assert_int_equal(aura_path_check("/v1/a%2F", 7, 0, NULL), APR_EINVAL);
     /* "/v1/.." seen as "/v1/." plus one byte not read: still refused;
      * "/v1/ab" cut to "/v1/a" accepted */
-    assert_int_equal(aura_path_check("/v1/..", 5, NULL), APR_EINVAL);
-    assert_int_equal(aura_path_check("/v1/ab", 5, NULL), APR_SUCCESS);
-    assert_int_equal(aura_path_check(NULL, 0, NULL), APR_EINVAL);
+    assert_int_equal(aura_path_check("/v1/..", 5, 0, NULL), APR_EINVAL);
+    assert_int_equal(aura_path_check("/v1/ab", 5, 0, NULL), APR_SUCCESS);
+    /* "/v1/a;" cut before its ";" */
+    assert_int_equal(aura_path_check("/v1/a;", 5, 0, NULL), APR_SUCCESS);
+    assert_int_equal(aura_path_check(NULL, 0, 0, NULL), APR_EINVAL);
 }
 
 int main(void)
@@ -163,6 +215,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good),
         cmocka_unit_test(test_bad),
+        cmocka_unit_test(test_params),
         cmocka_unit_test(test_length),
     };
 

@@ -2,7 +2,8 @@
  *
  * test_redact.c: the log redaction rule (aura_redact.c), table-driven.
  * Rows marked #15 are the look-alike spellings of issue #15 (point 7):
- * every one of them must be hidden, though only "apikey" is a key.
+ * every one of them must be hidden, though only "apikey" is a key;
+ * test_families holds the names of issue #29 point 5.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -87,6 +88,88 @@ static void test_name(void **state)
     memset(long_name, 'x', sizeof(long_name));
     assert_false(aura_redact_name(long_name, AURA_REDACT_NAME_MAX));
     assert_true(aura_redact_name(long_name, AURA_REDACT_NAME_MAX + 1));
+}
+
+/* Issue #29 point 5: names of credentials and one-time codes as real
+ * sign-in flows, SDKs and signed URLs spell them, and ordinary names
+ * that must stay readable in the logs. */
+static void test_families(void **state)
+{
+    static const char *const secret[] = {
+        /* #29: the compound one-time codes */
+        "otp_code", "passcode", "verification_code", "reset_code",
+        "mfa_code", "magic_link",
+        /* one-time codes and their flows */
+        "otp", "totp", "hotp", "one_time_code", "oneTimeCode", "OTPCode",
+        "otpCode", "emailOtp", "sms_code", "email_code", "login_code",
+        "confirmation_code", "activation_code", "recovery_code",
+        "backup_codes", "auth_code", "authorization_code", "device_code",
+        "user_code", "code", "code_verifier", "code_challenge",
+        "verificationCode", "resetCode", "unlockCode", "twoFactorCode",
+        "2fa_code", "2fa", "tfa", "mfa", "mfaToken", "pin", "user_pin",
+        "PIN", "pincode", "security_code", "cvv", "cvc2", "CVV2", "csc",
+        "nonce", "magic_token", "magiclink", "MagicLink",
+        /* passwords and secrets */
+        "password", "new_password", "passwd", "pwd", "pass", "passphrase",
+        "secret", "client_secret", "webhook_secret", "private_key",
+        /* tokens, sessions, signatures */
+        "token", "access_token", "refresh_token", "id_token",
+        "reset_token", "invite_token", "session_id", "sessionToken",
+        "PHPSESSID", "jsessionid", "connect.sid", "sid", "signature",
+        "sig", "X-Amz-Signature", "X-Amz-Credential",
+        "X-Amz-Security-Token", "X-Goog-Signature", "hmac", "csrf_token",
+        "_csrf", "XSRF-TOKEN", "authenticity_token", "SAMLResponse",
+        "SAMLart", "client_assertion", "oauth_verifier", "oauth_token",
+        "ticket", "jwt", "bearer", "cookie", "credential",
+        /* encoded */
+        "otp%5Fcode", "pass%63ode", "%2576erification_code",
+    };
+    static const char *const plain[] = {
+        "page", "limit", "offset", "select", "order", "q", "search",
+        "sort", "filter", "id", "user_id", "name", "lang", "locale",
+        "country_code", "countryCode", "billing_country_code", "zip_code",
+        "zipcode", "postal_code", "area_code", "currency_code",
+        "language_code", "status_code", "statusCode", "error_code",
+        "barcode", "opcode", "unicode", "encode", "codec", "encoding",
+        "passage", "passenger", "compass", "bypass_cache", "signal",
+        "signup", "sidebar", "side", "spin", "pinned", "optional",
+        "footprint", "hotpink", "rootpath", "description", "state",
+        "redirect_uri", "callback", "format", "utm_source", "version",
+        "width", "cursor", "expand", "fields", "include",
+    };
+    size_t i;
+
+    (void)state;
+    assert_true(sizeof(secret) / sizeof(secret[0]) >= 40);
+    for (i = 0; i < sizeof(secret) / sizeof(secret[0]); i++) {
+        if (!aura_redact_name(secret[i], strlen(secret[i]))) {
+            fail_msg("'%s' should be redacted", secret[i]);
+        }
+    }
+    for (i = 0; i < sizeof(plain) / sizeof(plain[0]); i++) {
+        if (aura_redact_name(plain[i], strlen(plain[i]))) {
+            fail_msg("'%s' should not be redacted", plain[i]);
+        }
+    }
+}
+
+/* The flat form names a parameter for aura_apikey.c. */
+static void test_flat(void **state)
+{
+    char out[AURA_REDACT_NAME_MAX + 1];
+    char long_name[AURA_REDACT_NAME_MAX + 1];
+
+    (void)state;
+    assert_true(aura_param_name_flat("Api-Key", 7, out));
+    assert_string_equal(out, "apikey");
+    assert_true(aura_param_name_flat("api%6Bey", 8, out));
+    assert_string_equal(out, "apikey");
+    assert_true(aura_param_name_flat("%2561PI_KEY", 11, out));
+    assert_string_equal(out, "apikey");
+    assert_true(aura_param_name_flat("", 0, out));
+    assert_string_equal(out, "");
+    memset(long_name, 'x', sizeof(long_name));
+    assert_false(aura_param_name_flat(long_name, sizeof(long_name), out));
 }
 
 static void test_query(void **state)
@@ -191,6 +274,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_name),
+        cmocka_unit_test(test_families),
+        cmocka_unit_test(test_flat),
         cmocka_unit_test_setup_teardown(test_query, pool_setup,
                                         pool_teardown),
         cmocka_unit_test_setup_teardown(test_uri, pool_setup, pool_teardown),
