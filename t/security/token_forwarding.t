@@ -12,7 +12,8 @@
 #   Location says AuraForwardToken On (nested Locations inherit it, Off
 #   turns it off again), on both paths; by default only the /v1/db
 #   router's Locations forward it, so aura-db and a dedicated PostgREST
-#   (a test upstream playing one) still receive it, and /v1/db works;
+#   (the suite's HTTP upstream playing one) still receive it, and /v1/db
+#   works;
 # - no module can put a token back where it must not travel (mod_headers
 #   RequestHeader set Authorization, on both paths).
 # The example service echoes the headers it received
@@ -23,14 +24,12 @@ use warnings FATAL => 'all';
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 
-use File::Temp qw(tempdir);
 use Test::More import => ['!plan'];
 use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET POST);
 use Aura::Test qw(mint console_token json_body new_reqid exec_count
                   problem_ok psql ANON_KEY);
-use Aura::Upstream qw(upstream_stats upstream_log upstream_start
-                      upstream_stop);
+use Aura::Upstream qw(upstream_stats upstream_log);
 
 plan tests => 14 + 8 + 6 + 8 + 3 + 10 + 8 + 6 + 2;
 
@@ -171,25 +170,27 @@ is((http_call('aura_data', '/v1/storage/fwd', apikey => ANON_KEY))[0]->code,
               . 'under AuraDBRouter On)');
 }
 {
-    my $dir = tempdir(CLEANUP => 1);
-    my $pg = upstream_start('pgrst-fwd', $dir);
+    # The suite's own HTTP upstream plays the project's PostgREST (no
+    # upstream of its own to start and wait for).
+    my $port = $ENV{AURA_TEST_HTTP_PORT};
     my $project = "proj-fwd-$$";
     my $key = "ak_test_fwd_${$}_0123456789abcdef";
     psql(qq{INSERT INTO projects (id, org_id, name, plan, db_kind, topology,
                                   postgrest_target)
             VALUES ('$project', 'org-test', '$project', 'pro', 'postgres',
-                    'dedicated', 'http://127.0.0.1:$pg->{port}');
+                    'dedicated', 'http://127.0.0.1:$port');
             INSERT INTO api_keys (project_id, key_hash, role)
             VALUES ('$project', encode(sha256('$key'::bytea), 'hex'),
                     'anon')});
     my $tok = mint(qw(--alg RS256 --kid r1 --exp-in 300 --sub pgrst-user
                       --project), $project, '--key', $rsa);
     Apache::TestRequest::module('aura_data');
-    my $since = upstream_stats($pg->{port})->{log_lines};
+    my $since = upstream_stats()->{log_lines};
+    my $id = new_reqid('pgrst');
     my $res = GET('/v1/db/todos?select=id', apikey => $key,
-                  Authorization => "Bearer $tok");
-    my @got = @{ upstream_log($since, $pg->{port}) };
-    upstream_stop($pg);
+                  'X-Request-Id' => $id, Authorization => "Bearer $tok");
+    my @got = grep { ($_->{headers}{'aura-request-id'} // '') eq $id }
+              @{ upstream_log($since) };
     psql(qq{DELETE FROM api_keys WHERE project_id = '$project';
             DELETE FROM projects WHERE id = '$project'});
     is($res->code, 200, '/v1/db, dedicated project: 200');
