@@ -15,15 +15,18 @@
  *    server's HMSG line says.  The message is built with nats.c's own
  *    constructor, so its header parser sees the bytes a service sends.
  *    Invariants: success means a status of 200-599 and no header in the
- *    result that the gateway owns (aura-*), a hop-by-hop header,
- *    Content-Length, Status or Description; failure comes with a reason.
+ *    result that the gateway owns (aura-*, or one only it sets, such as
+ *    Strict-Transport-Security), a hop-by-hop header, Content-Length,
+ *    Status or Description; failure comes with a reason.
  *  1 (names): the rest is "name\nconnection": the name checks.
  *    Invariants: the gateway's namespace is exactly aura-*, X-Request-Id,
- *    traceparent and tracestate once case is folded and every other
- *    character than a letter or digit is read as '-' (issue #15: a CGI
- *    back end maps Aura_Role and Aura-Role to one variable), and never
- *    crosses either way; a name dropped in one case is dropped in every
- *    case; Aura-Status parsing accepts exactly three digits 200-599.
+ *    X-Project-Id, traceparent and tracestate once case is folded and
+ *    every other character than a letter or digit is read as '-' (issue
+ *    #15: a CGI back end maps Aura_Role and Aura-Role to one variable),
+ *    and never crosses either way; a name dropped in one case is dropped
+ *    in every case; the response headers only the gateway sets are
+ *    exactly its list (issue #29) and never come out of a reply;
+ *    Aura-Status parsing accepts exactly three digits 200-599.
  *  2 (encode): the rest is client header fields "name: value"
  *    separated by NUL (names and values may hold any other byte, as
  *    another module could make them): the request goes through
@@ -70,8 +73,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 /* The namespace rule of aura_envelope.h, written out again: case
  * folded, every character but letters and digits read as '-' (what CGI
- * and its kin make of a name), then aura-*, x-request-id, traceparent or
- * tracestate. */
+ * and its kin make of a name), then aura-*, x-request-id, x-project-id,
+ * traceparent or tracestate. */
 static int own_oracle(const char *name)
 {
     char f[64];
@@ -83,8 +86,30 @@ static int own_oracle(const char *name)
     f[i] = '\0';
     return !strncmp(f, "aura-", 5)
            || (!name[i] && (!strcmp(f, "x-request-id")
+                            || !strcmp(f, "x-project-id")
                             || !strcmp(f, "traceparent")
                             || !strcmp(f, "tracestate")));
+}
+
+/* Response headers only the gateway sets (aura_envelope.h, issue #29):
+ * a client may send these names, a service's never come out. */
+static int response_only(const char *name)
+{
+    static const char *const names[] = {
+        "strict-transport-security", "ratelimit", "ratelimit-policy",
+        "clear-site-data", "nel", "report-to", "expect-ct",
+        "public-key-pins", "public-key-pins-report-only",
+        "content-security-policy", "x-content-type-options",
+        "referrer-policy", "x-frame-options", NULL
+    };
+    int i;
+
+    for (i = 0; names[i]; i++) {
+        if (!strcasecmp(name, names[i])) {
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* Names that must never come out of a reply (aura_envelope.h). */
@@ -143,6 +168,7 @@ static void fuzz_decode(apr_pool_t *p, const uint8_t *d, size_t n)
         for (j = 0; j < arr->nelts; j++) {
             AURA_FUZZ_ASSERT(e[j].key && *e[j].key && e[j].val);
             AURA_FUZZ_ASSERT(!never_reply(e[j].key));
+            AURA_FUZZ_ASSERT(!response_only(e[j].key));
             AURA_FUZZ_ASSERT(!aura_envelope_own_header(e[j].key));
             /* A header value with CR or LF would split the response. */
             AURA_FUZZ_ASSERT(!strpbrk(e[j].val, "\r\n"));
@@ -217,6 +243,11 @@ static void fuzz_names(apr_pool_t *p, const uint8_t *d, size_t n)
         AURA_FUZZ_ASSERT(!aura_envelope_reply_header_ok(name));
         AURA_FUZZ_ASSERT(!aura_envelope_request_header_ok(name, conn));
     }
+    AURA_FUZZ_ASSERT(response_only(name)
+                     == aura_envelope_response_owned(name));
+    if (response_only(name)) {
+        AURA_FUZZ_ASSERT(!aura_envelope_reply_header_ok(name));
+    }
     check_status(name);
     if (conn) {
         check_status(conn);
@@ -241,6 +272,8 @@ static const struct {
     { AURA_HDR_TRACEPARENT,
       "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" },
     { AURA_HDR_TRACESTATE, "aura=1" },
+    /* The verified project again (issue #29), under its client name. */
+    { AURA_HDR_X_PROJECT_ID, "proj-verified" },
 };
 #define N_IDENTITY (sizeof(identity) / sizeof(identity[0]))
 

@@ -52,6 +52,9 @@
  *                    aura_request_t.query_keys: every key parameter of
  *                    the query, in any spelling; query_key is set only
  *                    when there is exactly one.
+ *                    aura_token_policy_t.forward: whether a verified
+ *                    token may go on to the service (0, the console's:
+ *                    never); aura_route_forward_token (AuraForwardToken).
  */
 #ifndef AURA_H
 #define AURA_H
@@ -310,6 +313,16 @@ AURA_DECLARE(int) aura_route_public(request_rec *r);
  */
 AURA_DECLARE(int) aura_route_streaming(request_rec *r);
 
+/**
+ * Whether the Location lets a user's verified bearer token go on to its
+ * service (AuraForwardToken; unset: On where AuraDBRouter is On, whose
+ * PostgREST and aura-db take the user's role from the token, Off
+ * elsewhere).  The plane decides whether to honour it (the data plane
+ * does, through aura_token_policy_t.forward; the management plane never
+ * forwards a console token).
+ */
+AURA_DECLARE(int) aura_route_forward_token(request_rec *r);
+
 /** What the key store says about an API key (aura_key_lookup). */
 typedef struct aura_key_identity_t {
     const char *project;
@@ -351,6 +364,11 @@ typedef struct aura_token_policy_t {
     /** With audience_exact NULL: non-NULL, aud must be this string (an
      *  array: as audience_any says); NULL, aud is not checked. */
     const char *audience;
+    /** 2.5: 1, the verified token goes on to the service as
+     *  "Authorization: Bearer <token>"; 0 (what a plane that does not
+     *  set it gets), it stays at the gateway: Authorization is removed
+     *  once verified, and the service has the identity headers. */
+    int forward;
 } aura_token_policy_t;
 
 /**

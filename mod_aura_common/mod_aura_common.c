@@ -205,8 +205,8 @@ static void aura_register_hooks(apr_pool_t *p)
                                 APR_HOOK_MIDDLE);
     ap_hook_insert_filter(aura_insert_headers_filter, NULL, NULL,
                           APR_HOOK_MIDDLE);
-    ap_hook_insert_error_filter(aura_insert_headers_filter, NULL, NULL,
-                                APR_HOOK_MIDDLE);
+    ap_hook_insert_error_filter(aura_insert_headers_error_filter, NULL,
+                                NULL, APR_HOOK_MIDDLE);
     ap_hook_insert_filter(aura_http_insert_filter, NULL, NULL,
                           APR_HOOK_MIDDLE);
     ap_hook_log_transaction(aura_log_transaction, NULL, NULL,

@@ -7,9 +7,10 @@
  *
  * What is the data plane's here: the API key door (data_apikey.c), the
  * bearer token policy (the project claim, AuraTokenProjectClaim; the
- * audience, AuraJWTAudience and AuraJWTAudienceMatch), CORS for every
- * origin, the actor quota's id (an actor within its project), whether
- * a path may hold ";parameters" (AuraPathParams).
+ * audience, AuraJWTAudience and AuraJWTAudienceMatch; whether the token
+ * goes on to the service, AuraForwardToken), CORS for every origin, the
+ * actor quota's id (an actor within its project), whether a path may
+ * hold ";parameters" (AuraPathParams).
  *
  * Hook order (verified with mod_info's ?hooks view by the test-suite):
  *   check_config       AuraPathParams allow never reaches a management
@@ -251,7 +252,9 @@ static const command_rec data_cmds[] = {
 /* A user token belongs to the API key's project: a token of project A's
  * user sent with project B's key is refused (DESIGN.md section 9).  The
  * audience is the operator's (AuraJWTAudience, AuraJWTAudienceMatch);
- * the console tokens of the management plane never come here. */
+ * the console tokens of the management plane never come here.  The
+ * token goes on to the service only where the Location says so
+ * (AuraForwardToken, DESIGN.md section 10). */
 static const aura_token_policy_t *data_token_policy(request_rec *r)
 {
     const data_dir_conf_t *d =
@@ -265,6 +268,7 @@ static const aura_token_policy_t *data_token_policy(request_rec *r)
     pol->project_claim = strcmp(claim, "off") ? claim : NULL;
     pol->audience = c->audience;
     pol->audience_any = c->audience_any == 1;
+    pol->forward = aura_route_forward_token(r);
     return pol;
 }
 

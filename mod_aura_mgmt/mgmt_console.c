@@ -6,6 +6,8 @@
  * subject's role there, looked up in Postgres on every request through
  * mod_aura_common's store, never read from the token; below
  * AuraRequireRole is refused.  API keys do not exist on this plane.
+ * Nothing of the console's credentials goes on to a service: not the
+ * token, not a cookie.
  */
 #include "mgmt.h"
 
@@ -70,8 +72,12 @@ static const char *scope_id(request_rec *r, mgmt_scope_e scope)
     }
 }
 
+/* forward 0: a console token never leaves the gateway, whatever
+ * AuraForwardToken says.  A service that held an owner's token could
+ * replay it here (POST .../keys/rotate); it has Aura-Actor, Aura-Role
+ * and Aura-Org instead (DESIGN.md section 10). */
 static const aura_token_policy_t console_tokens = {
-    MGMT_CONSOLE_AUDIENCE, NULL, 0, NULL
+    MGMT_CONSOLE_AUDIENCE, NULL, 0, NULL, 0
 };
 
 /* Console tokens only: aud exactly aurabase-control (or an array whose
@@ -104,9 +110,13 @@ int aura_mgmt_auth_console(request_rec *r)
     if (!rq) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }
-    /* API keys do not exist here: never forwarded, never looked at. */
+    /* API keys do not exist here: never forwarded, never looked at.
+     * Nor cookies: the console's one credential is its token, and a
+     * console served from this plane's site would have the browser
+     * add its own session cookie to every request. */
     apr_table_unset(r->headers_in, "apikey");
     apr_table_unset(r->headers_in, "X-API-Key");
+    apr_table_unset(r->headers_in, "Cookie");
     rc = console_token(r);
     if (rc != OK) {
         return rc;

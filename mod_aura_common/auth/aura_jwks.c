@@ -27,6 +27,7 @@
 #include "auth/aura_jwt.h"
 #include "auth/aura_jwt_conf.h"
 #include "core/aura_config.h"
+#include "core/aura_request.h"
 #include "nats/aura_envelope.h"
 #include "nats/aura_inbox.h"
 #include "nats/aura_nats.h"
@@ -454,11 +455,17 @@ static int bearer_verified(const request_rec *r)
 }
 
 /* What reaches a service: Authorization only when this request's token
- * was verified here.  On an AuraPublic route nothing is read, so a token
- * sent there would cross unverified (DESIGN.md section 9). */
+ * was verified here, under a plane policy that lets it travel
+ * (aura_token_policy_t.forward).  On an AuraPublic route nothing is
+ * read, so a token sent there would cross unverified (DESIGN.md section
+ * 9); a verified token that must stay was removed when verified, and
+ * whatever a module put back since is removed here, on the very headers
+ * that leave (DESIGN.md section 10). */
 void aura_forward_credentials(request_rec *r, apr_table_t *headers)
 {
-    if (!bearer_verified(r)) {
+    aura_request_private_t *p = aura_request_private(r);
+
+    if (!bearer_verified(r) || !p || !p->token_travels) {
         apr_table_unset(headers, "Authorization");
     }
 }
@@ -520,7 +527,15 @@ AURA_DECLARE(int) aura_auth_bearer(request_rec *r,
     rq->role = "authenticated";
     r->user = (char *)claims.sub;
     r->ap_auth_type = (char *)bearer_auth_type;
+    if (!policy->forward) {
+        /* It stays here: a service holding a console token (or a
+         * user's, where the Location does not forward it) could replay
+         * it against the gateway; it has the identity headers. */
+        apr_table_unset(r->headers_in, "Authorization");
+        return OK;
+    }
     /* What crosses is exactly what was verified, in the one form. */
+    rq->priv->token_travels = 1;
     apr_table_setn(r->headers_in, "Authorization",
                    apr_pstrcat(r->pool, "Bearer ", token, NULL));
     return OK;

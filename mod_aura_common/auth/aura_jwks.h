@@ -15,7 +15,8 @@ apr_status_t aura_jwks_post_config(apr_pool_t *pconf, server_rec *s);
 void aura_jwks_child_init(apr_pool_t *pchild, server_rec *s);
 
 /* The forwarding paths: Authorization leaves headers unless
- * aura_auth_bearer() verified r's token. */
+ * aura_auth_bearer() verified r's token under a plane policy that lets
+ * it travel (aura_token_policy_t.forward). */
 void aura_forward_credentials(request_rec *r, apr_table_t *headers);
 
 #endif /* AURA_JWKS_H */

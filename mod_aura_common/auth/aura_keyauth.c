@@ -1,9 +1,10 @@
 /* Licensed under the Apache License, Version 2.0 (see LICENSE).
  *
- * aura_keyauth.c: the route's AuraPublic and AuraStreaming, and the
- * apikey query parameters, in every spelling, taken out of the URL on
- * every plane (a key must never travel further than the gateway); the
- * API key door itself, which key is accepted from where, is
+ * aura_keyauth.c: the route's AuraPublic, AuraStreaming and
+ * AuraForwardToken, and the apikey query parameters, in every spelling,
+ * taken out of the URL on every plane (a key must never travel further
+ * than the gateway); the API key door itself, which key is accepted
+ * from where, is
  * mod_aura_data's (data_apikey.c), on top of aura_key_lookup
  * (aura_keystore.c).
  */
@@ -24,6 +25,21 @@ AURA_DECLARE(int) aura_route_public(request_rec *r)
 AURA_DECLARE(int) aura_route_streaming(request_rec *r)
 {
     return aura_dir_conf(r)->streaming == 1;
+}
+
+/* Unset, the /v1/db router's Locations keep the token: a dedicated
+ * PostgREST (and aura-db for the others) takes the user's role from it
+ * (DESIGN.md section 3).  Everywhere else a service has the identity
+ * headers, and a token it could replay is one it should not hold
+ * (DESIGN.md section 10). */
+AURA_DECLARE(int) aura_route_forward_token(request_rec *r)
+{
+    const aura_dir_conf_t *d = aura_dir_conf(r);
+
+    if (d->forward_token != AURA_UNSET) {
+        return d->forward_token == 1;
+    }
+    return d->db_router == 1;
 }
 
 /* From post_read_request, on every plane: every key parameter (apikey

@@ -201,6 +201,7 @@ void *aura_create_dir_conf(apr_pool_t *p, char *dir)
     d->max_streams = AURA_UNSET;
     d->stream_per_address = AURA_UNSET;
     d->stream_per_actor = AURA_UNSET;
+    d->forward_token = AURA_UNSET;
     return d;
 }
 
@@ -265,6 +266,7 @@ void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
                                       add->stream_per_address);
     d->stream_per_actor = merge_int(base->stream_per_actor,
                                     add->stream_per_actor);
+    d->forward_token = merge_int(base->forward_token, add->forward_token);
     return d;
 }
 
@@ -337,8 +339,9 @@ const char *aura_set_dir_flag(cmd_parms *cmd, void *dirv, int on)
 }
 
 /* Plane directives (moving to the plane modules): AuraPlane (the plane
- * registry's words, core/aura_plane.c), AuraPublic, AuraStreaming; their
- * entries are AURA_PLANE_DIRECTIVES (aura_config.h). */
+ * registry's words, core/aura_plane.c), AuraPublic, AuraStreaming,
+ * AuraForwardToken; their entries are AURA_PLANE_DIRECTIVES
+ * (aura_config.h). */
 
 const char *aura_set_plane(cmd_parms *cmd, void *dummy, const char *arg)
 {

@@ -107,6 +107,8 @@ typedef struct {
     int max_streams;                  /* AuraServiceMaxStreams */
     int stream_per_address;           /* AuraStreamMaxPerAddress */
     int stream_per_actor;             /* AuraStreamMaxPerActor */
+    int forward_token;                /* AuraForwardToken, AURA_UNSET (On
+                                         with AuraDBRouter On, else Off) */
 } aura_dir_conf_t;
 
 
@@ -259,6 +261,11 @@ const char *aura_set_plane(cmd_parms *cmd, void *dummy, const char *arg);
                  (void *)APR_OFFSETOF(aura_dir_conf_t, streaming), \
                  ACCESS_CONF, \
                  "Whether this Location streams (WebSocket, SSE): the " \
-                 "apikey query parameter is accepted there")
+                 "apikey query parameter is accepted there"), \
+    AP_INIT_FLAG("AuraForwardToken", aura_set_dir_flag, \
+                 (void *)APR_OFFSETOF(aura_dir_conf_t, forward_token), \
+                 RSRC_CONF | ACCESS_CONF, \
+                 "Data plane: whether the user's verified bearer token " \
+                 "goes on to the service in Authorization")
 
 #endif /* AURA_CONFIG_H */

@@ -61,6 +61,10 @@ typedef struct aura_request_private_t {
      *  stream 1 (aura_h2c.c), decided once for the request_rec h2c_of. */
     const request_rec *h2c_of;
     int h2c;
+    /** Whether the verified bearer token may go on to the service: the
+     *  plane's policy said so (aura_token_policy_t.forward), read by
+     *  aura_forward_credentials() on the headers that leave. */
+    int token_travels;
 } aura_request_private_t;
 
 /** A new state for r, set in its request_config; never NULL. */

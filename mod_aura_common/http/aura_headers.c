@@ -19,9 +19,14 @@
  * credential or limiter.
  *
  * The gateway's namespace (aura_envelope_own_header(): aura-*,
- * X-Request-Id, traceparent, tracestate, any spelling) is the gateway's
- * on responses too: whatever a service sent under such a name is
- * dropped, and X-Request-Id is the gateway's alone.
+ * X-Request-Id, X-Project-Id, traceparent, tracestate, any spelling) is
+ * the gateway's on responses too: whatever a service sent under such a
+ * name is dropped, and X-Request-Id is the gateway's alone.  So are the
+ * headers only the gateway sets (aura_envelope_response_owned(): the
+ * security headers, RateLimit and RateLimit-Policy, and those that act
+ * on the whole host or site, Strict-Transport-Security above all): a
+ * service's never reach the client, whether the gateway sends its own
+ * or none.
  *
  * A 101 Switching Protocols (a WebSocket through mod_proxy) is written by
  * mod_proxy_http with ap_send_interim_response(), straight to the
@@ -47,6 +52,11 @@
 
 static ap_filter_rec_t *headers_filter;
 static ap_filter_rec_t *upgrade_filter;
+
+/* The headers filter's context on an error response httpd makes (any
+ * non-NULL address; the filter keeps no state). */
+static char error_path_mark;
+#define ERROR_PATH ((void *)&error_path_mark)
 
 /* The values of the four security headers set by default, by index of
  * aura_security_header_names (Strict-Transport-Security, the last, is
@@ -98,16 +108,15 @@ static const char *security_value(request_rec *r, apr_size_t i)
     return v == aura_security_off ? NULL : v;
 }
 
+/* Each header is the gateway's value, or none: HSTS too when it is off
+ * (its default), since a service's Strict-Transport-Security with
+ * includeSubDomains would pin every host of the domain to HTTPS. */
 static void set_security(request_rec *r)
 {
     apr_size_t i;
 
-    for (i = 0; i < HSTS_INDEX; i++) {
+    for (i = 0; i <= HSTS_INDEX; i++) {
         set_header(r, security_name(i), security_value(r, i));
-    }
-    if (security_value(r, HSTS_INDEX)) {
-        set_header(r, security_name(HSTS_INDEX),
-                   security_value(r, HSTS_INDEX));
     }
 }
 
@@ -133,12 +142,22 @@ static int only_own_request_id(const apr_table_t *t, const char *id)
 }
 
 /* A service cannot add a second X-Request-Id, nor anything else of the
- * gateway's namespace (DESIGN.md section 9). */
-static void set_owned(request_rec *r)
+ * gateway's namespace (DESIGN.md section 9), nor a header only the
+ * gateway sets (aura_envelope_response_owned(): its rate limits, the
+ * host-wide ones).  What the handler put in headers_out is the service's
+ * or the upstream's; the gateway's own (RateLimit of the actor quota)
+ * wait in err_headers_out.  On an error response httpd made
+ * (error_path), headers_out is what err_headers_out held, the gateway's:
+ * kept. */
+static void set_owned(request_rec *r, int error_path)
 {
     aura_request_t *rq = aura_request_get(r);
 
     aura_unset_owned(r->pool, r->headers_out);
+    if (!error_path) {
+        aura_table_unset_if(r->pool, r->headers_out,
+                            aura_envelope_response_owned);
+    }
     if (rq && only_own_request_id(r->err_headers_out, rq->request_id)) {
         return;
     }
@@ -202,7 +221,7 @@ static void set_cors(request_rec *r)
 static apr_status_t headers_out_filter(ap_filter_t *f,
                                        apr_bucket_brigade *bb)
 {
-    set_owned(f->r);
+    set_owned(f->r, f->ctx == ERROR_PATH);
     set_security(f->r);
     set_cors(f->r);
     ap_remove_output_filter(f);
@@ -430,6 +449,17 @@ void aura_insert_headers_filter(request_rec *r)
 {
     if (aura_request_get(r)) {
         ap_add_output_filter_handle(headers_filter, NULL, r, r->connection);
+    }
+}
+
+/* ap_send_error_response() drops every request filter, runs this, then
+ * makes err_headers_out the response's headers: the filter must know
+ * that what it finds in headers_out then is no service's. */
+void aura_insert_headers_error_filter(request_rec *r)
+{
+    if (aura_request_get(r)) {
+        ap_add_output_filter_handle(headers_filter, ERROR_PATH, r,
+                                    r->connection);
     }
 }
 

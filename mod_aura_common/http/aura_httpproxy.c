@@ -145,8 +145,9 @@ static const char hdr_key_role[] = AURA_HDR_KEY_ROLE;
 static const char hdr_actor[] = AURA_HDR_ACTOR;
 static const char hdr_traceparent[] = AURA_HDR_TRACEPARENT;
 static const char hdr_tracestate[] = AURA_HDR_TRACESTATE;
+static const char hdr_x_project_id[] = "X-Project-Id";
 
-#define IDENTITY_MAX 10
+#define IDENTITY_MAX 11
 typedef struct {
     const char *name;
     const char *value;
@@ -167,6 +168,9 @@ static int identity_of(const aura_request_t *rq, identity_t *id)
     IDENTITY(hdr_actor, rq->actor);
     IDENTITY(hdr_traceparent, rq->traceparent);
     IDENTITY(hdr_tracestate, rq->tracestate);
+    /* The project verified, never the client's claim (AuraScope may
+     * have read the project from the path, or none: an org). */
+    IDENTITY(hdr_x_project_id, rq->project);
 #undef IDENTITY
     return n;
 }

@@ -104,7 +104,8 @@ int aura_envelope_own_header(const char *name)
     case 'a':
         return folded_match(name, "aura-", 1);
     case 'x':
-        return folded_match(name, "x-request-id", 0);
+        return folded_match(name, "x-request-id", 0)
+               || folded_match(name, "x-project-id", 0);
     case 't':
         return folded_match(name, "traceparent", 0)
                || folded_match(name, "tracestate", 0);
@@ -158,13 +159,49 @@ int aura_envelope_request_header_ok(const char *name,
     return !named_by_connection(name, connection);
 }
 
+/* The response headers only the gateway sets (aura_envelope.h says
+ * why each), checked by length first as never[] is: this runs for every
+ * header of every response. */
+#define NAME(s) { sizeof(s) - 1, s }
+static const struct {
+    apr_size_t len;
+    const char *name;
+} response_owned[] = {
+    NAME("nel"), NAME("ratelimit"), NAME("expect-ct"), NAME("report-to"),
+    NAME("x-frame-options"), NAME("referrer-policy"),
+    NAME("clear-site-data"), NAME("public-key-pins"),
+    NAME("ratelimit-policy"), NAME("x-content-type-options"),
+    NAME("content-security-policy"), NAME("strict-transport-security"),
+    NAME("public-key-pins-report-only"), { 0, NULL }
+};
+#undef NAME
+
+int aura_envelope_response_owned(const char *name)
+{
+    apr_size_t len;
+    int i;
+
+    if (!name) {
+        return 0;
+    }
+    len = strlen(name);
+    for (i = 0; response_owned[i].name; i++) {
+        if (response_owned[i].len == len
+            && !strcasecmp(name, response_owned[i].name)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int aura_envelope_reply_header_ok(const char *name)
 {
     if (!name || !*name) {
         return 0;
     }
     return !(aura_envelope_own_header(name)
-             || in_list(name, strlen(name), NEVER_EITHER));
+             || in_list(name, strlen(name), NEVER_EITHER)
+             || aura_envelope_response_owned(name));
 }
 
 /* Whether name (len bytes, not terminated) is one of list, any case. */
@@ -205,6 +242,7 @@ char *aura_envelope_upgrade_head(apr_pool_t *p, const char *head,
         }
         name = colon ? apr_pstrmemdup(p, s, colon - s) : NULL;
         if (first || !name || !(aura_envelope_own_header(name)
+                                || aura_envelope_response_owned(name)
                                 || listed(name, colon - s, replaced))) {
             memcpy(o, s, n);
             o += n;
@@ -299,7 +337,10 @@ static natsStatus set_if(natsMsg *m, const char *key, const char *value)
  * (fuzz/fuzz_envelope.c, issue #15).  So a client header goes in only
  * under a key nats.c does not find, or finds because this loop added
  * that very key before (a repeated header stays repeated values: Add,
- * not Set).  A name that collides is dropped. */
+ * not Set).  A name that collides is dropped.  The other way round, a
+ * service looking up a gateway key finds a client key that begins with
+ * it ("x-project-idx-" for "x-project-id", found by fuzz/fuzz_envelope.c,
+ * issue #29): such a name is dropped before (begins_with_own()). */
 static natsStatus add_client_header(apr_pool_t *p, natsMsg *m,
                                     apr_table_t **sent, const char *key,
                                     const char *value)
@@ -318,6 +359,31 @@ static natsStatus add_client_header(apr_pool_t *p, natsMsg *m,
     return natsMsgHeader_Add(m, key, value);
 }
 
+/* One of the gateway's own headers, as aura_envelope_encode() sets
+ * them. */
+typedef struct {
+    const char *key;
+    const char *value;
+} own_field_t;
+
+/* Whether key (lower case) begins with one of the gateway's keys that
+ * has a value in this message.  nats.c compares keys with their case:
+ * only the lower-case ones (traceparent, tracestate, x-project-id) can
+ * meet a lower-cased client key; an "aura-" one is in the namespace
+ * anyway. */
+static int begins_with_own(const char *key, const own_field_t *own, int n)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        if (own[i].value && *own[i].value
+            && !strncmp(key, own[i].key, strlen(own[i].key))) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 natsStatus aura_envelope_encode(apr_pool_t *p, const char *subject,
                                 const aura_envelope_req_t *in,
                                 natsMsg **out)
@@ -328,12 +394,10 @@ natsStatus aura_envelope_encode(apr_pool_t *p, const char *subject,
     apr_table_t *sent = NULL;
     natsMsg *m = NULL;
     natsStatus s;
+    char *key;
     int i;
     /* The gateway's own headers, set before any client header. */
-    const struct {
-        const char *key;
-        const char *value;
-    } own[] = {
+    const own_field_t own[] = {
         { AURA_HDR_METHOD, in->method },
         { AURA_HDR_PATH, in->path },
         { AURA_HDR_QUERY, in->query },
@@ -346,7 +410,11 @@ natsStatus aura_envelope_encode(apr_pool_t *p, const char *subject,
         { AURA_HDR_ACTOR, in->actor },
         { AURA_HDR_TRACEPARENT, in->traceparent },
         { AURA_HDR_TRACESTATE, in->tracestate },
+        /* The verified project again, under the name a client could
+         * claim one with: the client's never crosses (own header). */
+        { AURA_HDR_X_PROJECT_ID, in->project },
     };
+#define N_OWN ((int)(sizeof(own) / sizeof(own[0])))
 
     *out = NULL;
     if (in->body_len > INT_MAX) {
@@ -356,8 +424,7 @@ natsStatus aura_envelope_encode(apr_pool_t *p, const char *subject,
     if (s != NATS_OK) {
         return s;
     }
-    for (i = 0; s == NATS_OK && i < (int)(sizeof(own) / sizeof(own[0]));
-         i++) {
+    for (i = 0; s == NATS_OK && i < N_OWN; i++) {
         s = set_if(m, own[i].key, own[i].value);
     }
 
@@ -375,8 +442,11 @@ natsStatus aura_envelope_encode(apr_pool_t *p, const char *subject,
             || !aura_envelope_request_header_ok(e[i].key, connection)) {
             continue;
         }
-        s = add_client_header(p, m, &sent, lower_dup(p, e[i].key),
-                              e[i].val);
+        key = lower_dup(p, e[i].key);
+        if (begins_with_own(key, own, N_OWN)) {
+            continue;
+        }
+        s = add_client_header(p, m, &sent, key, e[i].val);
     }
     if (s != NATS_OK) {
         natsMsg_Destroy(m);
@@ -384,6 +454,7 @@ natsStatus aura_envelope_encode(apr_pool_t *p, const char *subject,
     }
     *out = m;
     return NATS_OK;
+#undef N_OWN
 }
 
 static apr_status_t copy_reply_header(natsMsg *reply,

@@ -29,6 +29,10 @@
  * forwarded client headers spell it). */
 #define AURA_HDR_TRACEPARENT "traceparent"
 #define AURA_HDR_TRACESTATE  "tracestate"
+/* The project the gateway verified, under the name clients send it with
+ * (lower case on NATS, as every forwarded client header was before the
+ * gateway owned it): never the client's value. */
+#define AURA_HDR_X_PROJECT_ID "x-project-id"
 
 /** One HTTP request as it goes onto NATS. */
 typedef struct {
@@ -76,11 +80,12 @@ int aura_envelope_request_header_ok(const char *name,
 
 /**
  * The gateway's namespace, the one rule for both paths and both
- * directions (DESIGN.md section 9): aura-*, X-Request-Id, traceparent
- * and tracestate, in any case and with '_' and '-' treated alike
- * ("Aura_Role", "x_request_id"), since CGI, WSGI, Rack and PHP-FPM map
- * both spellings to one variable.  No client header and no service
- * header with such a name ever crosses: the gateway sets its own.
+ * directions (DESIGN.md section 9): aura-*, X-Request-Id, X-Project-Id,
+ * traceparent and tracestate, in any case and with '_' and '-' treated
+ * alike ("Aura_Role", "x_request_id", "X_Project_Id"), since CGI, WSGI,
+ * Rack and PHP-FPM map both spellings to one variable.  No client header
+ * and no service header with such a name ever crosses: the gateway sets
+ * its own.
  * @param name header name; NULL is not in it
  * @return 1 when it is
  */
@@ -98,10 +103,27 @@ void aura_table_unset_if(apr_pool_t *p, apr_table_t *t,
                          int (*match)(const char *name));
 
 /**
+ * The response headers only the gateway sets, besides its namespace:
+ * the security headers (AuraSecurityHeader: set, or removed, on every
+ * response), its rate limits (RateLimit, RateLimit-Policy: clients back
+ * off on them), and the headers whose effect reaches past the one
+ * response to the whole host, origin or site that every service shares
+ * (Strict-Transport-Security with includeSubDomains, Clear-Site-Data,
+ * NEL, Report-To, Expect-CT, Public-Key-Pins[-Report-Only]).  Exact
+ * names, any case: a browser reads no other spelling.  No service or
+ * upstream header of these names reaches a client (DESIGN.md section
+ * 10).
+ * @param name header name; NULL is not one
+ * @return 1 when it is one of them
+ */
+int aura_envelope_response_owned(const char *name);
+
+/**
  * Whether a reply header becomes a response header: not in the
  * gateway's namespace (aura_envelope_own_header(): a service cannot add
- * a second X-Request-Id), not hop-by-hop, not Content-Length, not
- * Status/Description.
+ * a second X-Request-Id), not one only the gateway sets
+ * (aura_envelope_response_owned()), not hop-by-hop, not Content-Length,
+ * not Status/Description.
  * @return 1 to keep, 0 to drop
  */
 int aura_envelope_reply_header_ok(const char *name);
@@ -110,8 +132,9 @@ int aura_envelope_reply_header_ok(const char *name);
  * The head of a 101 Switching Protocols as the client gets it (the 101
  * of a WebSocket through mod_proxy, which passes no request filter): the
  * upstream's status line and header lines, minus those in the gateway's
- * namespace (aura_envelope_own_header()) and those named in replaced,
- * then the gateway's lines, then the blank line.  Any other head (not
+ * namespace (aura_envelope_own_header()), those only the gateway sets
+ * (aura_envelope_response_owned()) and those named in replaced, then the
+ * gateway's lines, then the blank line.  Any other head (not
  * "HTTP/1.1 101 ") is returned as it is.
  * @param p pool for the result
  * @param head the upstream's head, status line to blank line included

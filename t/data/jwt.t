@@ -38,7 +38,9 @@ sub mint {
 
 sub call {
     my ($token, @more) = @_;
-    my $res = GET('/v1/functions/jwt', apikey => $ANON,
+    # A Location that forwards the verified token (AuraForwardToken On),
+    # so the service shows which one crossed.
+    my $res = GET('/v1/test/fwdtoken/jwt', apikey => $ANON,
                   'X-Example-Headers' => 'json',
                   (defined $token ? (Authorization => "Bearer $token") : ()),
                   @more);
@@ -92,7 +94,7 @@ for my $g (@good) {
     is_deeply($h->{'Aura-Key-Role'}, ['anon'], "$name: key role kept");
     is_deeply($h->{'Aura-Project'}, ['proj-a'], "$name: project from the key");
     is(($h->{authorization} || [''])->[0], "Bearer $token",
-       "$name: the token reaches the service");
+       "$name: the token reaches a service it is forwarded to");
 }
 
 for my $b (@bad) {

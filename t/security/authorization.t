@@ -6,7 +6,8 @@
 # service or upstream receives nothing: a TAB or a comma after Bearer, a
 # second scheme next to the token, two Authorization headers, a bare
 # token, "JWT tok", "Basic ...".  A verified token crosses as
-# "Bearer <token>".  Also here: a service_role key in ?apikey= is
+# "Bearer <token>" where it crosses at all (a data-plane Location with
+# AuraForwardToken On; a console token never does).  Also here: a service_role key in ?apikey= is
 # refused even next to a header key (AURA00042), and with AuraJWTAudience
 # an aud array with an untrusted extra audience is refused unless
 # AuraJWTAudienceMatch any.
@@ -118,31 +119,43 @@ my @tagged = error_log_since($log0)
 is(scalar @tagged, 2 * 2 * $n_forms, 'each refusal is logged (AURA00300)');
 
 # The one accepted form, with any number of spaces and any case of
-# "Bearer": what crosses is "Bearer <token>" exactly.
+# "Bearer": what crosses is "Bearer <token>" exactly, on the data plane's
+# Locations that forward it; a console token never crosses
+# (t/security/token_forwarding.t).
 for my $p (@planes) {
     my ($plane, $port, $tok, $cred) = @$p;
     my ($h, $v) = split /: /, $cred, 2;
+    my $fwd = $plane eq 'data';
+    my ($nats, $http) = $fwd
+        ? ('/v1/test/fwdtoken/authz', '/v1/test/fwdtokenhttp/authz')
+        : ('/v1/functions/authz', '/v1/storage/authz');
     for my $form ("Bearer $tok", "bearer   $tok") {
         my $id = new_reqid('authzok');
         Apache::TestRequest::module($plane eq 'data' ? 'aura_data'
                                                      : 'aura_mgmt');
-        my $res = GET('/v1/functions/authz', $h => $v, 'X-Request-Id' => $id,
+        my $res = GET($nats, $h => $v, 'X-Request-Id' => $id,
                       'X-Example-Headers' => 'json', Authorization => $form);
         (my $shown = $form) =~ s/ey[\w.-]+/<token>/;
         is($res->code, 200, "$plane, '$shown': 200");
-        is_deeply((json_body($res) || {})->{authorization}, ["Bearer $tok"],
-                  "$plane: the service received exactly 'Bearer <token>'");
+        is_deeply((json_body($res) || {})->{authorization},
+                  $fwd ? ["Bearer $tok"] : undef,
+                  $fwd ? "$plane: the service received exactly "
+                         . "'Bearer <token>'"
+                       : "$plane: the service received no token");
         is(exec_count($id), 1, "$plane: the service ran once");
         # The same on the HTTP path.
         my $up = upstream_stats()->{log_lines};
         $id = new_reqid('authzokh');
-        $res = GET('/v1/storage/authz', $h => $v, 'X-Request-Id' => $id,
+        $res = GET($http, $h => $v, 'X-Request-Id' => $id,
                    Authorization => $form);
         is($res->code, 200, "$plane, HTTP: 200");
         my ($got) = grep { ($_->{headers}{'aura-request-id'} // '') eq $id }
                     @{ upstream_log($up) };
-        is(($got || {})->{headers}{authorization}, "Bearer $tok",
-           "$plane, HTTP: the upstream received exactly 'Bearer <token>'");
+        is(($got || {})->{headers}{authorization},
+           $fwd ? "Bearer $tok" : undef,
+           $fwd ? "$plane, HTTP: the upstream received exactly "
+                  . "'Bearer <token>'"
+                : "$plane, HTTP: the upstream received no token");
         ok($got, "$plane, HTTP: the upstream received it");
     }
 }

@@ -36,13 +36,14 @@
  *   GET + Upgrade: websocket RFC 6455 handshake, then echo of every frame
  *   anything else            200 {"upstream","method","path","headers",
  *                            "body_len","conn","conn_req","raw_head"}
- * Every response carries X-Upstream: <name>.  The echo and the WebSocket
- * handshake also carry what the request asks for in
+ * Every response carries X-Upstream: <name>.  The echo, /status/NNN and
+ * the WebSocket handshake also carry what the request asks for in
  * x-upstream-reply-header[-N]: "Name: value" (a test of what a gateway
- * does with an upstream's headers).  A malformed request gets
- * 400 (431 for a head over 64 KiB, 501 for a transfer-coding other than
- * chunked, 417 for an Expect other than 100-continue) and the connection
- * is closed; such requests are neither counted nor logged.
+ * does with an upstream's headers, on its errors too).  A malformed
+ * request gets 400 (431 for a head over 64 KiB, 501 for a
+ * transfer-coding other than chunked, 417 for an Expect other than
+ * 100-continue) and the connection is closed; such requests are neither
+ * counted nor logged.
  *
  * Usage: aura_http_upstream -p port -P pidfile -l logfile [-n name]
  * Listens on 127.0.0.1:port (0: any free port), writes the pid file once
@@ -1167,12 +1168,19 @@ static int ep_log(http_conn *c, const http_req *r)
     return ok && r->keep_alive;
 }
 
+static char *reply_extra(const http_req *r);
+
 static int ep_status(http_conn *c, const http_req *r, int status)
 {
-    return send_json(c, r, status,
-                     json_pack("{s:s, s:o}", "upstream", upstream_name,
-                               "path", json_bytes(r->target)),
-                     NULL);
+    char *extra = reply_extra(r);
+    int rv;
+
+    rv = send_json(c, r, status,
+                   json_pack("{s:s, s:o}", "upstream", upstream_name,
+                             "path", json_bytes(r->target)),
+                   extra);
+    free(extra);
+    return rv;
 }
 
 /* One event per chunk, each sent at once (TCP_NODELAY is set on every

@@ -218,6 +218,7 @@ typedef struct {
 } own_case_t;
 
 #define NS "#15 no spelling of an identity header crosses"
+#define XP "#29 3: X-Project-Id is the project the gateway verified"
 static const own_case_t own_cases[] = {
     { "Aura-Role",             1, NULL },
     { "aura-",                 1, NULL },
@@ -237,6 +238,10 @@ static const own_case_t own_cases[] = {
     { "TRACEPARENT",           1, NS },
     { "tracestate",            1, NS },
     { "TraceState",            1, NS },
+    { "X-Project-Id",          1, XP },
+    { "x-project-id",          1, XP },
+    { "X_Project_Id",          1, XP },
+    { "x.project.id",          1, XP },
     /* any character but a letter or digit folds to '-' (httpd 2.2's CGI
      * mapped each to '_') */
     { "aurA.role",             1, NS },
@@ -253,6 +258,10 @@ static const own_case_t own_cases[] = {
     { "x-request-i",           0, NS },
     { "x-request-id2",         0, NS },
     { "x-request-id-",         0, NS },
+    { "x-project-i",           0, XP },
+    { "x-project-ids",         0, XP },
+    { "project-id",            0, XP },
+    { "x-project",             0, XP },
     { "request-id",            0, NULL },
     { "trace-parent",          0, NS },
     { "trace_parent",          0, NS },
@@ -264,6 +273,7 @@ static const own_case_t own_cases[] = {
     { NULL,                    0, NULL },
 };
 #undef NS
+#undef XP
 
 static void test_own_header(void **state)
 {
@@ -360,6 +370,16 @@ static const upgrade_case_t upgrade_cases[] = {
         "X-Note: X-Request-Id: up\r\n" GW "\r\n",
         NULL,
     },
+    {
+        "headers only the gateway sets are dropped, the others kept",
+        "HTTP/1.1 101 Switching Protocols\r\n"
+        "Strict-Transport-Security: max-age=31536000; includeSubDomains\r\n"
+        "ratelimit: \"actor\";r=0;t=3600\r\nNEL: {}\r\n"
+        "X-Project-Id: other\r\nSec-WebSocket-Protocol: chat\r\n\r\n",
+        "HTTP/1.1 101 Switching Protocols\r\n"
+        "Sec-WebSocket-Protocol: chat\r\n" GW "\r\n",
+        "#29 3",
+    },
     { "too short", "HTTP/1.1 1", "HTTP/1.1 1", NULL },
 };
 #undef GW
@@ -411,6 +431,13 @@ static const reply_hdr_case_t reply_hdr_cases[] = {
     { "Location",           1, NULL },
     { "aura",               1, NULL },
     { "x-aura-status",      1, NULL },
+    /* a service's own answer: its Retry-After, its challenge */
+    { "Retry-After",        1, "#29 3" },
+    { "WWW-Authenticate",   1, "#29 3" },
+    { "Reporting-Endpoints", 1, "#29 3" },
+    /* browsers read exact names only */
+    { "Strict_Transport_Security", 1, "#29 3" },
+    { "RateLimit-Remaining", 1, "#29 3" },
 
     { "Aura-Status",        0, NULL },
     { "AURA-STATUS",        0, NULL },
@@ -426,6 +453,22 @@ static const reply_hdr_case_t reply_hdr_cases[] = {
     { "tracestate",         0, "#15 7d" },
     { "Aura_Status",        0, "#15 7d" },
     { "aura_role",          0, "#15 7d" },
+    { "X-Project-Id",       0, "#29 3" },
+    /* only the gateway sets these (aura_envelope_response_owned) */
+    { "Strict-Transport-Security",   0, "#29 3" },
+    { "strict-transport-security",   0, "#29 3" },
+    { "RateLimit",                   0, "#29 3" },
+    { "RateLimit-Policy",            0, "#29 3" },
+    { "Clear-Site-Data",             0, "#29 3" },
+    { "NEL",                         0, "#29 3" },
+    { "Report-To",                   0, "#29 3" },
+    { "Expect-CT",                   0, "#29 3" },
+    { "Public-Key-Pins",             0, "#29 3" },
+    { "Public-Key-Pins-Report-Only", 0, "#29 3" },
+    { "Content-Security-Policy",     0, "#29 3" },
+    { "X-Content-Type-Options",      0, "#29 3" },
+    { "Referrer-Policy",             0, "#29 3" },
+    { "X-Frame-Options",             0, "#29 3" },
     { "connection",         0, NULL },
     { "Connection",         0, NULL },
     { "keep-alive",         0, NULL },
@@ -796,6 +839,7 @@ static const encode_id_case_t encode_id_cases[] = {
             { "Aura-Request-Id", "gw" },
             { "Aura-Plane", "data" },
             { "Aura-Project", "p" },
+            { "x-project-id", "p" },
             { "Aura-Role", "anon" },
             { "traceparent",
               "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" },
@@ -826,6 +870,7 @@ static const encode_id_case_t encode_id_cases[] = {
             { "Aura-Request-Id", "gw" },
             { "Aura-Plane", "data" },
             { "Aura-Project", "p" },
+            { "x-project-id", "p" },
             { "Aura-Role", "anon" },
             { "traceparent",
               "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" },
@@ -858,6 +903,7 @@ static const encode_id_case_t encode_id_cases[] = {
             { "Aura-Request-Id", "gw" },
             { "Aura-Plane", "data" },
             { "Aura-Project", "p" },
+            { "x-project-id", "p" },
             { "Aura-Role", "anon" },
             { "traceparent",
               "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" },
@@ -869,6 +915,82 @@ static const encode_id_case_t encode_id_cases[] = {
         "p", "anon",
         "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
         "gw=1",
+    },
+    { {
+        /* The management plane authorized the path's project, or an
+         * org: the client's X-Project-Id named another (issue #29). */
+        "X-Project-Id is the verified project, never the client's",
+        "#29 3: X-Project-Id is the project the gateway verified",
+        "GET", "/v1/projects/p/logs", NULL, "gw", "management",
+        {
+            { "X-Project-Id", "other" },
+            { "x_project_id", "other-2" },
+            { "X.Project.Id", "other-3" },
+            { "X-Kept", "k" },
+        },
+        {
+            { "Aura-Method", "GET" },
+            { "Aura-Path", "/v1/projects/p/logs" },
+            { "Aura-Request-Id", "gw" },
+            { "Aura-Plane", "management" },
+            { "Aura-Project", "p" },
+            { "x-project-id", "p" },
+            { "Aura-Role", "admin" },
+            { "x-kept", "k" },
+        },
+        { "X-Project-Id", "x_project_id", "X.Project.Id", "x.project.id" } },
+        "p", "admin", NULL, NULL,
+    },
+    { {
+        /* nats.c 3.4.1: a service looking up "x-project-id" can find a
+         * client key that begins with it (fuzz/fuzz_envelope.c). */
+        "a client key that begins with a gateway key is dropped",
+        "#29 nats.c header key collisions, the other way round",
+        "GET", "/v1/c", NULL, "gw", "data",
+        {
+            { "x-project-idX-", "1" },
+            { "X-Project-Id-2", "2" },
+            { "traceparentx", "3" },
+            { "tracestate-y", "4" },
+            { "x-other", "kept" },
+        },
+        {
+            { "Aura-Method", "GET" },
+            { "Aura-Path", "/v1/c" },
+            { "Aura-Request-Id", "gw" },
+            { "Aura-Plane", "data" },
+            { "Aura-Project", "p" },
+            { "x-project-id", "p" },
+            { "Aura-Role", "anon" },
+            { "traceparent",
+              "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" },
+            { "tracestate", "gw=1" },
+            { "x-other", "kept" },
+        },
+        { "x-project-idx-", "x-project-id-2", "traceparentx",
+          "tracestate-y" } },
+        "p", "anon",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        "gw=1",
+    },
+    { {
+        "no verified project: no X-Project-Id at all",
+        "#29 3: X-Project-Id is the project the gateway verified",
+        "GET", "/v1/orgs/o/projects", NULL, "gw", "management",
+        {
+            { "X-Project-Id", "other" },
+            { "X_PROJECT_ID", "other-2" },
+        },
+        {
+            { "Aura-Method", "GET" },
+            { "Aura-Path", "/v1/orgs/o/projects" },
+            { "Aura-Request-Id", "gw" },
+            { "Aura-Plane", "management" },
+            { "Aura-Role", "owner" },
+        },
+        { "x-project-id", "X-Project-Id", "X_PROJECT_ID",
+          "x_project_id" } },
+        NULL, "owner", NULL, NULL,
     },
 };
 
