@@ -189,7 +189,7 @@ static int make_key(test_key_t *k, const char *type, const char *curve,
     return (k->priv_pem && k->pub_pem && (k->n || k->x)) ? 0 : -1;
 }
 
-/* An EC P-256 key whose x has a leading zero byte (1 key in 256): its
+/* An EC P-256 key whose x has one leading zero byte (1 key in 256): its
  * JWK carries a 31-byte x, which the key set must left-pad. */
 static int make_ec_lz(void)
 {
@@ -204,7 +204,9 @@ static int make_ec_lz(void)
             EVP_PKEY_free(k);
             return -1;
         }
-        short_x = BN_num_bytes(x) < 32;
+        /* Exactly one zero byte: 1 key in 65,536 has two, whose x
+         * would be 30 bytes and fail the fixture's length check. */
+        short_x = BN_num_bytes(x) == 31;
         BN_free(x);
         if (short_x) {
             fx.ec_lz.pkey = k;
