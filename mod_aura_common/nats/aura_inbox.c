@@ -77,6 +77,17 @@
  * this. */
 #define LOSS_GRACE apr_time_from_msec(50)
 
+/* A subscription whose request is over, waiting to be freed. */
+typedef struct aura_grave_t {
+    struct aura_grave_t *next;
+    natsSubscription *sub;
+} aura_grave_t;
+
+/* Subscriptions are freed in batches of this many, one PING round trip
+ * a batch (bury()), at most GRAVE_FLUSH_MS waiting for its PONG. */
+#define GRAVE_BATCH    32
+#define GRAVE_FLUSH_MS 1000
+
 struct aura_inbox_t {
     aura_inbox_t *prev, *next;      /* open inboxes, under inbox_lock */
     natsSubscription *sub;          /* NULL once closed */
@@ -90,6 +101,9 @@ struct aura_inbox_t {
 static pthread_mutex_t inbox_lock = PTHREAD_MUTEX_INITIALIZER;
 static natsConnection *inbox_conn;  /* under inbox_lock; NULL: none */
 static aura_inbox_t *open_inboxes;  /* under inbox_lock */
+static aura_grave_t *graves;        /* under inbox_lock */
+static int grave_count;             /* under inbox_lock */
+static int burying;                 /* under inbox_lock: a batch is out */
 static char prefix[64];             /* "<AuraNATSInboxPrefix>.<nuid>" */
 static apr_size_t prefix_len;
 /* Under inbox_lock: CSPRNG output not handed out yet, drawn in this
@@ -144,19 +158,84 @@ static natsSubscription *unlink_inbox(aura_inbox_t *in)
     return sub;
 }
 
+/* Frees the subscriptions of a batch taken off the graveyard once the
+ * connection's reader thread is known to be past them: a PING sent now
+ * is answered after every byte the server sent before it, and the
+ * reader handles bytes in order, so by the PONG no lookup it made before
+ * the UNSUBs can still be using them.  On failure (no connection, no
+ * PONG in time) the batch goes back, to be tried with the next one. */
+static void bury(natsConnection *nc, aura_grave_t *batch)
+{
+    aura_grave_t *g, *last = NULL;
+
+    if (nc && natsConnection_FlushTimeout(nc, GRAVE_FLUSH_MS) == NATS_OK) {
+        while ((g = batch) != NULL) {
+            batch = g->next;
+            natsSubscription_Destroy(g->sub);
+            free(g);
+        }
+        return;
+    }
+    for (g = batch; g; g = g->next) {
+        last = g;
+    }
+    pthread_mutex_lock(&inbox_lock);
+    if (last) {
+        last->next = graves;
+        graves = batch;
+    }
+    pthread_mutex_unlock(&inbox_lock);
+}
+
 /* The request's pool is cleared: nothing listens on its subject any
- * more (nats.c sends the UNSUB). */
+ * more.  The UNSUB goes at once; the subscription itself is freed later
+ * (bury()): nats.c 3.4 (Debian 12) looks a subscription up in its
+ * reader thread and uses it after dropping the lock that protects the
+ * lookup (fixed in nats.c 3.10, issue #637 there), so freeing it while
+ * a message for it is being read crashed the child, and a service can
+ * send messages on its reply subject right up to the end of a request. */
 static apr_status_t inbox_close(void *data)
 {
     aura_inbox_t *in = data;
     natsSubscription *sub;
+    aura_grave_t *g, *batch = NULL;
+    natsConnection *nc = NULL;
 
     pthread_mutex_lock(&inbox_lock);
     sub = unlink_inbox(in);
     pthread_mutex_unlock(&inbox_lock);
+    if (!sub) {
+        return APR_SUCCESS;
+    }
+    drain(sub);
+    natsSubscription_Unsubscribe(sub);
+    g = malloc(sizeof(*g));
+    pthread_mutex_lock(&inbox_lock);
+    if (g && inbox_conn) {
+        g->sub = sub;
+        g->next = graves;
+        graves = g;
+        if (++grave_count >= GRAVE_BATCH && !burying) {
+            batch = graves;
+            graves = NULL;
+            grave_count = 0;
+            burying = 1;
+            nc = inbox_conn;
+        }
+        sub = NULL;
+    }
+    pthread_mutex_unlock(&inbox_lock);
     if (sub) {
-        drain(sub);
-        natsSubscription_Destroy(sub);
+        /* No memory for its grave, or the child exits: never freed,
+         * rather than freed too soon. */
+        free(g);
+        return APR_SUCCESS;
+    }
+    if (batch) {
+        bury(nc, batch);
+        pthread_mutex_lock(&inbox_lock);
+        burying = 0;
+        pthread_mutex_unlock(&inbox_lock);
     }
     return APR_SUCCESS;
 }
@@ -375,12 +454,31 @@ int aura_inbox_next(aura_inbox_t *in, apr_time_t deadline, natsMsg **msg)
  * find nothing left to do. */
 static void inbox_child_exit(void)
 {
+    aura_grave_t *batch;
+    natsConnection *nc;
+
     pthread_mutex_lock(&inbox_lock);
+    nc = inbox_conn;
     inbox_conn = NULL;
     while (open_inboxes) {
-        natsSubscription_Destroy(unlink_inbox(open_inboxes));
+        natsSubscription_Unsubscribe(unlink_inbox(open_inboxes));
     }
+    batch = graves;
+    graves = NULL;
     pthread_mutex_unlock(&inbox_lock);
+    /* Freed only past the reader thread, as always; what cannot be (no
+     * PONG) stays allocated until the process exits.  The open ones'
+     * subscriptions too: their requests may still hold them. */
+    if (batch && nc && natsConnection_FlushTimeout(nc, GRAVE_FLUSH_MS)
+                       == NATS_OK) {
+        while (batch) {
+            aura_grave_t *g = batch;
+
+            batch = g->next;
+            natsSubscription_Destroy(g->sub);
+            free(g);
+        }
+    }
 }
 
 static natsStatus inbox_child_init(natsConnection *nc,

@@ -42,7 +42,7 @@ use Aura::Test qw(t_dir aura_module private_httpd free_port wait_until
 use Aura::SecureNats qw(nkey operator_jwt account_jwt user_jwt creds
                         nats_server stop_server);
 
-plan tests => 1 + 2 * 6 + 1;
+plan tests => 1 + 2 * 6 + 2;
 
 my $d = tempdir(CLEANUP => 1);
 chmod 0755, $d;
@@ -267,5 +267,24 @@ for my $variant (['hostile', 'the documented user'],
               [ ('closed/0') x 3 ],
               "$who: no breaker of a victim moved (state/failures)");
 }
+# A service that keeps sending on its reply subject as its requests
+# end: the gateway unsubscribes while those messages arrive (nats.c 3.4
+# crashed on freeing a subscription its reader thread was delivering
+# to; aura_inbox.c frees it only past that thread).
+my @flood;
+for my $i (1 .. 4) {
+    my $pid = fork() // die "fork: $!";
+    if (!$pid) {
+        my $cua = LWP::UserAgent->new(keep_alive => 1, timeout => 30);
+        my $ok = grep { $cua->get("$base/v1/hostile/flood/3000",
+                                  apikey => $ANON)->code == 200 } 1 .. 25;
+        POSIX::_exit($ok == 25 ? 0 : 1);
+    }
+    push @flood, $pid;
+}
+my $flood_ok = 0;
+for (@flood) { waitpid($_, 0); $flood_ok++ if $? == 0 }
+is($flood_ok, 4, '100 requests answered while their service floods the '
+   . 'reply subjects as they end');
 unlike(`cat $dir/error.log`, qr/exit signal|Segmentation fault/,
        'no child died');

@@ -15,7 +15,9 @@
  *   (b) make them fail: bursts of junk, more than the 16 pending
  *       messages a gateway inbox holds,
  *   (c) move breakers: header-less messages and forged 503 replies;
- * then it answers that request with what it sent.  Derived subjects are
+ * then it answers that request with what it sent.  "/flood/<n>" answers
+ * at once, then sends n more messages on that same reply subject, while
+ * the gateway ends the request.  Derived subjects are
  * the learned ones themselves (a reply subject after its request ended)
  * and, where the last two tokens of one are hexadecimal numbers (an
  * inbox "lane" and a counter), the neighbouring lanes and counters.
@@ -235,7 +237,18 @@ static void on_request(natsConnection *nc, natsSubscription *sub,
 
     (void)sub; (void)closure;
     natsMsgHeader_Get(req, "Aura-Path", &path);
-    if (path && (a = strstr(path, "/attack/")) != NULL) {
+    if (path && (a = strstr(path, "/flood/")) != NULL
+        && natsMsg_GetReply(req)) {
+        /* Its own reply subject, right after the answer: the gateway
+         * ends the request (and its subscription) while these come. */
+        long i, n = strtol(a + 7, NULL, 10);
+
+        reply_text(nc, req, "flooded\n");
+        for (i = 0; i < n; i++) {
+            natsConnection_PublishString(nc, natsMsg_GetReply(req), "junk");
+        }
+    }
+    else if (path && (a = strstr(path, "/attack/")) != NULL) {
         /* Its own reply subject is not a target: the answer must come
          * after the attack, with what it sent. */
         attack(nc, req, strtol(a + 8, NULL, 10));
