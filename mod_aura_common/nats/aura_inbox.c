@@ -159,21 +159,33 @@ static natsSubscription *unlink_inbox(aura_inbox_t *in)
 }
 
 /* Frees the subscriptions of a batch taken off the graveyard once the
- * connection's reader thread is known to be past them: a PING sent now
+ * connection's reader thread is known to be past them (1), or leaves
+ * them all (0): a PING sent now
  * is answered after every byte the server sent before it, and the
  * reader handles bytes in order, so by the PONG no lookup it made before
- * the UNSUBs can still be using them.  On failure (no connection, no
- * PONG in time) the batch goes back, to be tried with the next one. */
+ * the UNSUBs can still be using them. */
+static int free_past_reader(natsConnection *nc, aura_grave_t *batch)
+{
+    aura_grave_t *g;
+
+    if (!nc || natsConnection_FlushTimeout(nc, GRAVE_FLUSH_MS) != NATS_OK) {
+        return 0;
+    }
+    while ((g = batch) != NULL) {
+        batch = g->next;
+        natsSubscription_Destroy(g->sub);
+        free(g);
+    }
+    return 1;
+}
+
+/* A batch freed, or, without a PONG in time, back on the graveyard to be
+ * tried with the next one. */
 static void bury(natsConnection *nc, aura_grave_t *batch)
 {
     aura_grave_t *g, *last = NULL;
 
-    if (nc && natsConnection_FlushTimeout(nc, GRAVE_FLUSH_MS) == NATS_OK) {
-        while ((g = batch) != NULL) {
-            batch = g->next;
-            natsSubscription_Destroy(g->sub);
-            free(g);
-        }
+    if (free_past_reader(nc, batch)) {
         return;
     }
     for (g = batch; g; g = g->next) {
@@ -469,15 +481,8 @@ static void inbox_child_exit(void)
     /* Freed only past the reader thread, as always; what cannot be (no
      * PONG) stays allocated until the process exits.  The open ones'
      * subscriptions too: their requests may still hold them. */
-    if (batch && nc && natsConnection_FlushTimeout(nc, GRAVE_FLUSH_MS)
-                       == NATS_OK) {
-        while (batch) {
-            aura_grave_t *g = batch;
-
-            batch = g->next;
-            natsSubscription_Destroy(g->sub);
-            free(g);
-        }
+    if (batch) {
+        free_past_reader(nc, batch);
     }
 }
 
