@@ -207,7 +207,8 @@ static void test_param_name(void **state)
 static void test_bearer_kind(void **state)
 {
     static const char anon[] = "ak_test_anon_0123456789abcdef";
-    static const char jwt[] = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1MSJ9.c2lnbmF0dXJl";
+    static const char jwt[] = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1MSJ9"
+                              ".c2lnbmF0dXJl";
     static const struct {
         const char *token;
         const char *key;
