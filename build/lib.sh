@@ -307,7 +307,8 @@ aura_suite_pass() {
     fi
     _aura_work=$(mktemp -d /tmp/aura-test.XXXXXX)
     chmod 755 "$_aura_work"
-    tar --exclude=.git --exclude=./dist -cf - . | tar -C "$_aura_work" -xf -
+    tar --exclude=.git --exclude=./dist --exclude=./t/sdk/.npm-cache -cf - . \
+        | tar -C "$_aura_work" -xf -
     if [ -n "$_aura_flags" ]; then
         # shellcheck disable=SC2086
         (cd "$_aura_work" && make -s clean >/dev/null 2>&1 \

@@ -15,6 +15,11 @@
  *    lower case; separated by '&' or ';') is counted and taken out, and
  *    what is left is the query's other parameters, in order; without
  *    one the query is left as it is; each one's name is redacted;
+ *  - aura_apikey_bearer_kind (issue #30): with the input as both bearer
+ *    and key, SAME_KEY; with the input as bearer and a fixed key, a
+ *    reference decision (equal: SAME_KEY; well-formed and not three
+ *    dot-separated parts: OTHER_KEY; else TOKEN), the key split at the
+ *    input's middle compared as two strings;
  *  - aura_redact_query/uri/request_line (aura_redact.c, the one
  *    redaction rule of issue #15): a value that could be a key, under a
  *    name aura_redact_name calls a credential (apikey always), never
@@ -61,6 +66,34 @@ static void check_well_formed(const char *s)
                              || (hash[i] >= 'a' && hash[i] <= 'f'));
         }
     }
+}
+
+static aura_bearer_kind_e ref_kind(const char *tok, const char *key)
+{
+    const char *d;
+    int dots = 0;
+
+    if (!strcmp(tok, key)) {
+        return AURA_BEARER_SAME_KEY;
+    }
+    for (d = tok; *d; d++) {
+        dots += *d == '.';
+    }
+    return aura_apikey_well_formed(tok) && dots != 2 ? AURA_BEARER_OTHER_KEY
+                                                     : AURA_BEARER_TOKEN;
+}
+
+static void check_bearer(apr_pool_t *p, const char *s)
+{
+    static const char key[] = "ak_test_anon_0123456789abcdef";
+    size_t half = strlen(s) / 2;
+    const char *head = apr_pstrndup(p, s, half);
+
+    AURA_FUZZ_ASSERT(aura_apikey_bearer_kind(s, s) == AURA_BEARER_SAME_KEY);
+    AURA_FUZZ_ASSERT(aura_apikey_bearer_kind(s, key) == ref_kind(s, key));
+    AURA_FUZZ_ASSERT(aura_apikey_bearer_kind(s, head) == ref_kind(s, head));
+    AURA_FUZZ_ASSERT(aura_apikey_equal(s, head) == !strcmp(s, head));
+    AURA_FUZZ_ASSERT(aura_apikey_bearer_kind(NULL, s) == AURA_BEARER_TOKEN);
 }
 
 /* The reference flat form of a name, computed apart from the code
@@ -266,6 +299,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     check_well_formed(s);
     check_from_query(p, s);
+    check_bearer(p, s);
     check_redact(p, s);
     AURA_FUZZ_ASSERT(aura_apikey_well_formed(NULL) == 0);
     apr_pool_destroy(p);

@@ -9,6 +9,13 @@
  * line: requests are logged with the key's project and a hash prefix.
  * The mechanism is mod_aura_common's: the key's form (aura_apikey.h,
  * linked from libaura_pure.a) and the store lookup (aura_key_lookup).
+ *
+ * The door also reads the one Authorization bearer as far as keys go
+ * (issue #30): stock SDKs send the project key as "Authorization: Bearer
+ * <key>" too when nobody is signed in.  Exactly the presented key there
+ * is no user token (the header goes, the request is the key's); another
+ * key there is refused (bearer-key-mismatch); any other bearer is left
+ * to aura_auth_bearer, which verifies it as a token.
  */
 #include "httpd.h"
 #include "http_config.h"
@@ -17,6 +24,7 @@
 
 #include "aura.h"
 #include "auth/aura_apikey.h"
+#include "auth/aura_identity.h"
 #include "data_apikey.h"
 
 APLOG_USE_MODULE(aura_data);
@@ -120,6 +128,79 @@ static int header_key_one(void *rec, const char *name, const char *value)
     return 1;
 }
 
+static int count_one(void *rec, const char *name, const char *value)
+{
+    (void)name; (void)value;
+    (*(int *)rec)++;
+    return 1;
+}
+
+/* The bearer of the request's one well-formed "Authorization: Bearer",
+ * or NULL: none, or one aura_auth_bearer refuses as malformed anyway
+ * (two headers, another scheme), which the key rules leave to it. */
+static const char *one_bearer(request_rec *r)
+{
+    const char *token;
+    int n = 0;
+
+    apr_table_do(count_one, &n, r->headers_in, "Authorization", NULL);
+    if (n != 1 || aura_authz_parse(apr_table_get(r->headers_in,
+                                                 "Authorization"),
+                                   &token) != AURA_AUTHZ_BEARER) {
+        return NULL;
+    }
+    return token;
+}
+
+/* The missing-key refusal; its detail says where the key went when the
+ * one bearer looks like one.  A key only in Authorization is not taken
+ * for the apikey header: where tokens travel on (AuraForwardToken, the
+ * db router) the key would travel with them, and the door would have
+ * two places to read a key from.  Stock SDKs always send apikey. */
+static int refuse_missing(request_rec *r)
+{
+    if (aura_apikey_shaped(one_bearer(r))) {
+        return refuse(r, HTTP_UNAUTHORIZED, "missing-key",
+                      "an API key is required in the apikey header; "
+                      "the Authorization bearer looks like an API key, "
+                      "and Authorization is read only for user tokens");
+    }
+    return refuse(r, HTTP_UNAUTHORIZED, "missing-key",
+                  "an API key is required (apikey header)");
+}
+
+/* The SDK rule, once the key is known good: OK, with Authorization gone
+ * when it was only the key again; 401 bearer-key-mismatch when it is
+ * another key (which key would the request be?  Never guessed, and
+ * never taken for a malformed token either: the client's mistake gets
+ * its own name).  Any other bearer stays for aura_auth_bearer. */
+static int bearer_vs_key(request_rec *r, const char *key,
+                         const aura_key_identity_t *id)
+{
+    switch (aura_apikey_bearer_kind(one_bearer(r), key)) {
+    case AURA_BEARER_SAME_KEY:
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(01850)
+                      "Authorization bearer is the request's API key "
+                      "(%s): no user token", id->actor);
+        apr_table_unset(r->headers_in, "Authorization");
+        return OK;
+    case AURA_BEARER_OTHER_KEY:
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, AURA_LOGNO(01851)
+                      "Authorization bearer is an API key other than the "
+                      "request's (%s of project %s): refused", id->actor,
+                      id->project);
+        apr_table_unset(r->headers_in, "Authorization");
+        apr_table_setn(r->err_headers_out, "WWW-Authenticate",
+                       "Bearer error=\"invalid_token\"");
+        return refuse(r, HTTP_UNAUTHORIZED, "bearer-key-mismatch",
+                      "the Authorization bearer is an API key, and not "
+                      "the one in the apikey header; send a user token "
+                      "there, or the same key, or no Authorization");
+    default:
+        return OK;
+    }
+}
+
 /* Which key the request presents: *key and *from_query set, OK; or the
  * refusal's status (a service_role key in the URL, keys that disagree
  * or too many, a query key where none is allowed, no key at all). */
@@ -165,8 +246,7 @@ static int presented_key(request_rec *r, const aura_request_t *rq,
         *from_query = 1;
     }
     if (!*key) {
-        return refuse(r, HTTP_UNAUTHORIZED, "missing-key",
-                      "an API key is required (apikey header)");
+        return refuse_missing(r);
     }
     return OK;
 }
@@ -211,6 +291,10 @@ int data_auth_apikey(request_rec *r, int allow_query)
     }
     if (from_query && !strcmp(id.key_role, "service_role")) {
         return refuse_url_service_key(r, &id);
+    }
+    rc = bearer_vs_key(r, key, &id);
+    if (rc != OK) {
+        return rc;
     }
     rq->project = id.project;
     rq->org = id.org;

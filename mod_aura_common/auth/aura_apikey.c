@@ -14,6 +14,7 @@
 #include "apr_strings.h"
 #include "apr_lib.h"
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <string.h>
@@ -43,6 +44,46 @@ int aura_apikey_well_formed(const char *key)
         }
     }
     return n >= AURA_APIKEY_MIN;
+}
+
+int aura_apikey_equal(const char *a, const char *b)
+{
+    apr_size_t n;
+
+    if (!a || !b) {
+        return 0;
+    }
+    n = strlen(a);
+    return n == strlen(b) && CRYPTO_memcmp(a, b, n) == 0;
+}
+
+/* A JWS compact serialization is header.payload.signature: exactly two
+ * dots.  A key with two dots would be read as a token, and refused as
+ * one (invalid-token): the keys the gateway's tools make have none. */
+static int jws_shaped(const char *s)
+{
+    const char *d1 = strchr(s, '.');
+    const char *d2 = d1 ? strchr(d1 + 1, '.') : NULL;
+
+    return d2 && !strchr(d2 + 1, '.');
+}
+
+int aura_apikey_shaped(const char *s)
+{
+    return aura_apikey_well_formed(s) && !jws_shaped(s);
+}
+
+aura_bearer_kind_e aura_apikey_bearer_kind(const char *token,
+                                           const char *key)
+{
+    if (!token) {
+        return AURA_BEARER_TOKEN;
+    }
+    if (key && aura_apikey_equal(token, key)) {
+        return AURA_BEARER_SAME_KEY;
+    }
+    return aura_apikey_shaped(token) ? AURA_BEARER_OTHER_KEY
+                                     : AURA_BEARER_TOKEN;
 }
 
 /* OpenSSL 3 looks EVP_sha256() up in its provider store (locks and

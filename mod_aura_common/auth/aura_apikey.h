@@ -60,4 +60,45 @@ int aura_apikey_param_name(const char *name, apr_size_t len);
 int aura_apikey_from_query(apr_pool_t *p, const char *args,
                            apr_array_header_t **keys, const char **rest);
 
+/** What an Authorization bearer is, next to the request's API key. */
+typedef enum {
+    AURA_BEARER_TOKEN = 0,   /**< anything else: verified as a token */
+    AURA_BEARER_SAME_KEY,    /**< byte for byte the request's own key */
+    AURA_BEARER_OTHER_KEY    /**< shaped like a key, and not that one */
+} aura_bearer_kind_e;
+
+/**
+ * Whether two keys are the same, in time that does not depend on where
+ * they first differ (CRYPTO_memcmp): the bearer is the client's, the
+ * key a secret it may be guessing byte by byte.  Only the lengths are
+ * compared first: a key's length is no secret (the form is public).
+ * @return 1 when equal, 0 otherwise (also when either is NULL)
+ */
+int aura_apikey_equal(const char *a, const char *b);
+
+/**
+ * Whether a bearer credential has the form of an API key rather than of
+ * a token: aura_apikey_well_formed(), and not a JWS compact
+ * serialization (three parts joined by exactly two '.'), which is
+ * verified as a token whatever its characters.
+ */
+int aura_apikey_shaped(const char *s);
+
+/**
+ * The SDK rule (issue #30): stock SDKs of this space send the project
+ * key both as apikey and as "Authorization: Bearer <key>" when nobody is
+ * signed in.  A bearer that is exactly the key presented in the same
+ * request is no user token (SAME_KEY: the request is what the key makes
+ * it); one shaped like a key but another (OTHER_KEY) is refused by the
+ * caller with its own problem type; anything else is a token, verified
+ * as before (an invalid one stays a 401, never a downgrade).
+ * The shape is decided from the string alone, never by a key lookup:
+ * whether some other string is a key of some project is not something
+ * a holder of one key may learn from the answer.
+ * @param token the bearer (aura_authz_parse); NULL: TOKEN
+ * @param key the API key the request presented; NULL: never SAME_KEY
+ */
+aura_bearer_kind_e aura_apikey_bearer_kind(const char *token,
+                                           const char *key);
+
 #endif /* AURA_APIKEY_H */

@@ -203,6 +203,56 @@ static void test_param_name(void **state)
     assert_false(aura_apikey_param_name(long_name, sizeof(long_name)));
 }
 
+/* Issue #30: the bearer an SDK sends next to its key. */
+static void test_bearer_kind(void **state)
+{
+    static const char anon[] = "ak_test_anon_0123456789abcdef";
+    static const char jwt[] = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1MSJ9"
+                              ".c2lnbmF0dXJl";
+    static const struct {
+        const char *token;
+        const char *key;
+        aura_bearer_kind_e kind;
+    } rows[] = {
+        /* The SDK's anonymous call: the key twice. */
+        { anon, anon, AURA_BEARER_SAME_KEY },
+        /* Another key: refused as such, never the key's request. */
+        { "ak_test_service_0123456789abcdef", anon, AURA_BEARER_OTHER_KEY },
+        /* One byte off, at either end, or a prefix of it. */
+        { "bk_test_anon_0123456789abcdef", anon, AURA_BEARER_OTHER_KEY },
+        { "ak_test_anon_0123456789abcdeF", anon, AURA_BEARER_OTHER_KEY },
+        { "ak_test_anon_0123456789abcde", anon, AURA_BEARER_OTHER_KEY },
+        { "ak_test_anon_0123456789abcdef0", anon, AURA_BEARER_OTHER_KEY },
+        /* Too short, or not of the key alphabet: a (malformed) token. */
+        { "ak_short", anon, AURA_BEARER_TOKEN },
+        { "ak_test_anon/0123456789abcdef", anon, AURA_BEARER_TOKEN },
+        { "ak_test_anon_0123456789abcdef==", anon, AURA_BEARER_TOKEN },
+        /* JWS-shaped: a token, whatever the key. */
+        { jwt, anon, AURA_BEARER_TOKEN },
+        { jwt, jwt, AURA_BEARER_SAME_KEY },
+        { "aaaaaaaa.bbbbbbbb.cccccccc", anon, AURA_BEARER_TOKEN },
+        { "a.b.c.d.0123456789abcdef", anon, AURA_BEARER_OTHER_KEY },
+        { "a.0123456789abcdef", anon, AURA_BEARER_OTHER_KEY },
+        /* No key presented: never SAME_KEY. */
+        { anon, NULL, AURA_BEARER_OTHER_KEY },
+        { jwt, NULL, AURA_BEARER_TOKEN },
+        { NULL, anon, AURA_BEARER_TOKEN },
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        if (aura_apikey_bearer_kind(rows[i].token, rows[i].key)
+            != rows[i].kind) {
+            fail_msg("row %zu: %s", i, rows[i].token ? rows[i].token : "-");
+        }
+    }
+    assert_true(aura_apikey_equal(anon, "ak_test_anon_0123456789abcdef"));
+    assert_false(aura_apikey_equal(anon, ""));
+    assert_false(aura_apikey_equal(NULL, anon));
+    assert_false(aura_apikey_equal(anon, NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -210,6 +260,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_from_query, setup, teardown),
         cmocka_unit_test_setup_teardown(test_param_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bearer_kind, setup, teardown),
     };
 
     return cmocka_run_group_tests_name("apikey", tests, group_setup,
