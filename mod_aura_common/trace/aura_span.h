@@ -62,7 +62,7 @@ typedef struct {
     const char *message;       /* the status message, ERROR only */
 } aura_span_t;
 
-typedef struct {
+typedef struct aura_spanset_t {
     char trace_id[33];
     char remote_parent[17];    /* the client's span, "" when none */
     int n;
