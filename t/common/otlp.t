@@ -33,7 +33,7 @@ use Aura::Test qw(private_httpd wait_until t_dir exec_count new_reqid
 use Aura::OTLP qw(otlp_receiver slow_receiver otlp_received otlp_check
                   otlp_spans);
 
-plan tests => 51;
+plan tests => 52;
 
 use constant ANON_KEY => 'ak_test_anon_0123456789abcdef';
 my $SUBJECT = 'aura.test.otlp';
@@ -359,3 +359,14 @@ system("$httpd_c -k stop");
 @servers = grep { $_ ne $httpd_c } @servers;
 ok(wait_until(30, sub { !-e "$dir_c/httpd.pid" }),
    'slow collector: httpd still stops');
+
+# Every child exited cleanly, its exporter thread joined (under the
+# sanitizers a thread ended by pthread_exit() crashed each child here).
+for my $httpd (@servers) {
+    system("$httpd -k stop");
+}
+@servers = ();
+ok(wait_until(30, sub { !grep { -e "$top/$_/httpd.pid" } qw(a b c) })
+   && !grep({ my $log = do { local (@ARGV, $/) = "$top/$_/error.log"; <> };
+              $log =~ /exit signal/ } qw(a b c)),
+   'every gateway stopped, no child died of a signal');
