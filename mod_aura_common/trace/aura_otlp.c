@@ -3,8 +3,7 @@
  * aura_otlp.c: spans to OTLP/JSON (see aura_otlp.h).  String values are
  * cut at AURA_SPAN_VALUE_MAX and reduced to printable ASCII (anything
  * else becomes '?'): they come from request headers and paths, which
- * may hold any byte, and a collector rejects a batch that is not UTF-8
- * (jansson would refuse to encode it).
+ * may hold any byte, and a collector rejects a batch that is not UTF-8.
  */
 #include "trace/aura_otlp.h"
 
@@ -14,113 +13,188 @@
 #include <stdlib.h>
 #include <string.h>
 
-static json_t *printable(const char *s)
-{
-    char buf[AURA_SPAN_VALUE_MAX + 1];
-    apr_size_t i;
+/* The spans of a request are encoded by hand into one growing buffer:
+ * jansson's objects cost about 480,000 instructions for a request's
+ * seven spans (building, dumping and freeing the tree), more than four
+ * times the whole request (bench/RESULTS-tracing.md); the fragment is
+ * simple enough to write directly.  jansson still makes the head, once
+ * per child, and the unit tests parse every fragment with it. */
+typedef struct {
+    char *p;
+    apr_size_t len, cap;
+    int failed;
+} buf_t;
 
+static void put(buf_t *b, const char *s, apr_size_t n)
+{
+    if (b->failed) {
+        return;
+    }
+    if (b->len + n + 1 > b->cap) {
+        apr_size_t cap = b->cap ? b->cap : 2048;
+        char *p;
+
+        while (b->len + n + 1 > cap) {
+            cap *= 2;
+        }
+        if (!(p = realloc(b->p, cap))) {
+            b->failed = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void puts_(buf_t *b, const char *s)
+{
+    put(b, s, strlen(s));
+}
+
+/* A JSON string of s: cut at AURA_SPAN_VALUE_MAX, printable ASCII
+ * only (anything else '?'), quote and backslash escaped. */
+static void string(buf_t *b, const char *s)
+{
+    char out[2 * AURA_SPAN_VALUE_MAX + 2];
+    apr_size_t i, n = 0;
+
+    out[n++] = '"';
     for (i = 0; s[i] && i < AURA_SPAN_VALUE_MAX; i++) {
         unsigned char c = (unsigned char)s[i];
 
-        buf[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+        if (c == '"' || c == '\\') {
+            out[n++] = '\\';
+            out[n++] = (char)c;
+        }
+        else {
+            out[n++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+        }
     }
-    buf[i] = '\0';
-    return json_stringn(buf, i);
+    out[n++] = '"';
+    put(b, out, n);
 }
 
-/* OTLP/JSON: 64-bit integers are decimal strings. */
-static json_t *decimal(apr_int64_t v)
+/* The digits of v (apr_snprintf costs ten times as much, and a span
+ * has four numbers or more). */
+static void number(buf_t *b, apr_int64_t v)
 {
-    char buf[32];
+    char digits[24];
+    apr_uint64_t u = v < 0 ? 0 - (apr_uint64_t)v : (apr_uint64_t)v;
+    int n = sizeof(digits);
 
-    apr_snprintf(buf, sizeof(buf), "%" APR_INT64_T_FMT, v);
-    return json_string(buf);
+    do {
+        digits[--n] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) {
+        digits[--n] = '-';
+    }
+    put(b, digits + n, sizeof(digits) - n);
 }
 
-static json_t *nanos(apr_time_t usec)
+/* OTLP/JSON: 64-bit integers, times included, are decimal strings. */
+static void decimal(buf_t *b, apr_int64_t v, const char *suffix)
 {
-    char buf[32];
-
-    apr_snprintf(buf, sizeof(buf), "%" APR_UINT64_T_FMT "000",
-                 (apr_uint64_t)usec);
-    return json_string(buf);
+    put(b, "\"", 1);
+    number(b, v);
+    puts_(b, suffix);
+    put(b, "\"", 1);
 }
 
-static json_t *attribute(const aura_span_attr_t *a)
+static void attribute(buf_t *b, const aura_span_attr_t *a)
 {
-    json_t *value;
-
+    puts_(b, "{\"key\":");
+    string(b, a->key);
     switch (a->type) {
     case AURA_ATTR_INT:
-        value = json_pack("{s:o}", "intValue", decimal(a->num));
+        puts_(b, ",\"value\":{\"intValue\":");
+        decimal(b, a->num, "");
         break;
     case AURA_ATTR_BOOL:
-        value = json_pack("{s:b}", "boolValue", (int)a->num);
+        puts_(b, a->num ? ",\"value\":{\"boolValue\":true"
+                        : ",\"value\":{\"boolValue\":false");
         break;
     default:
-        value = json_pack("{s:o}", "stringValue", printable(a->str));
+        puts_(b, ",\"value\":{\"stringValue\":");
+        string(b, a->str);
         break;
     }
-    return json_pack("{s:s, s:o}", "key", a->key, "value", value);
+    puts_(b, "}}");
 }
 
-static json_t *span(const aura_spanset_t *set, int i)
+static void span(buf_t *b, const aura_spanset_t *set, int i)
 {
     const aura_span_t *sp = &set->spans[i];
     const char *parent = sp->parent >= 0 ? set->spans[sp->parent].id
                                          : set->remote_parent;
-    json_t *o, *attrs = json_array();
-    int k;
+    int k, first = 1;
 
+    puts_(b, "{\"traceId\":\"");
+    puts_(b, set->trace_id);
+    puts_(b, "\",\"spanId\":\"");
+    puts_(b, sp->id);
+    puts_(b, "\"");
+    if (*parent) {
+        puts_(b, ",\"parentSpanId\":\"");
+        puts_(b, parent);
+        puts_(b, "\"");
+    }
+    puts_(b, ",\"name\":");
+    string(b, sp->name ? sp->name : "-");
+    puts_(b, ",\"kind\":");
+    number(b, sp->kind);
+    /* Microseconds: three zeros make nanoseconds. */
+    puts_(b, ",\"startTimeUnixNano\":");
+    decimal(b, sp->start, "000");
+    puts_(b, ",\"endTimeUnixNano\":");
+    decimal(b, sp->end ? sp->end : sp->start, "000");
+    puts_(b, ",\"attributes\":[");
     for (k = 0; k < set->nattrs; k++) {
         if (set->attrs[k].span == i) {
-            json_array_append_new(attrs, attribute(&set->attrs[k]));
+            if (!first) {
+                puts_(b, ",");
+            }
+            first = 0;
+            attribute(b, &set->attrs[k]);
         }
     }
-    o = json_pack("{s:s, s:s, s:o, s:i, s:o, s:o, s:o}",
-                  "traceId", set->trace_id, "spanId", sp->id,
-                  "name", printable(sp->name ? sp->name : "-"),
-                  "kind", (int)sp->kind, "startTimeUnixNano",
-                  nanos(sp->start), "endTimeUnixNano",
-                  nanos(sp->end ? sp->end : sp->start),
-                  "attributes", attrs);
-    if (o && *parent) {
-        json_object_set_new(o, "parentSpanId", json_string(parent));
-    }
-    if (o && sp->status != AURA_SPAN_UNSET) {
-        json_t *st = json_pack("{s:i}", "code", sp->status);
-
-        if (st && sp->message) {
-            json_object_set_new(st, "message", printable(sp->message));
+    puts_(b, "]");
+    if (sp->status != AURA_SPAN_UNSET) {
+        puts_(b, ",\"status\":{\"code\":");
+        number(b, sp->status);
+        if (sp->message) {
+            puts_(b, ",\"message\":");
+            string(b, sp->message);
         }
-        json_object_set_new(o, "status", st);
+        puts_(b, "}");
     }
-    return o;
+    puts_(b, "}");
 }
 
 char *aura_otlp_spans(const aura_spanset_t *set, apr_size_t *len)
 {
-    json_t *a;
-    char *out;
+    buf_t b = { NULL, 0, 0, 0 };
     int i;
 
     *len = 0;
-    if (!set->n || !(a = json_array())) {
+    if (!set->n) {
         return NULL;
     }
     for (i = 0; i < set->n; i++) {
-        json_array_append_new(a, span(set, i));
+        if (i) {
+            puts_(&b, ",");
+        }
+        span(&b, set, i);
     }
-    out = json_dumps(a, JSON_COMPACT);
-    json_decref(a);
-    if (!out) {
+    if (b.failed) {
+        free(b.p);
         return NULL;
     }
-    /* "[...]" less its brackets: a fragment of the batch's array. */
-    *len = strlen(out) - 2;
-    memmove(out, out + 1, *len);
-    out[*len] = '\0';
-    return out;
+    *len = b.len;
+    return b.p;
 }
 
 const char *aura_otlp_head(apr_pool_t *p,

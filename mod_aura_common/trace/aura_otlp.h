@@ -10,7 +10,8 @@
  * a fragment: the span objects separated by commas, without brackets.
  * The exporter joins the fragments of a batch between a head and a
  * tail made once per child (the resource and the scope), so a batch
- * costs it no JSON work.  Pure logic with jansson: no httpd.h.
+ * costs it no JSON work.  The fragment is written by hand (cheap), the
+ * head with jansson.  Pure logic: no httpd.h.
  */
 #ifndef AURA_OTLP_H
 #define AURA_OTLP_H

@@ -87,9 +87,12 @@ static void test_encode(void **state)
                          AURA_SPAN_CLIENT, 1000300);
     aura_span_attr_str(set, srv, "http.request.method", "GET");
     aura_span_attr_int(set, srv, "http.response.status_code", 503);
+    aura_span_attr_int(set, srv, "negative", -42);
+    aura_span_attr_int(set, srv, "zero", 0);
     aura_span_attr_bool(set, cl, "aura.retried", 1);
     aura_span_attr_str(set, srv, "user_agent.original", "caf\xc3\xa9\n");
     aura_span_attr_str(set, srv, "skipped", NULL);
+    aura_span_attr_str(set, srv, "quoted", "a\"b\\c");
     aura_span_end(set, srv, 1000900, AURA_SPAN_ERROR, "upstream-error");
     aura_spanset_close(set, 1000800);
 
@@ -136,6 +139,10 @@ static void test_encode(void **state)
     assert_string_equal(json_string_value(json_object_get(
                             attr(s0, "http.response.status_code"),
                             "intValue")), "503");
+    assert_string_equal(json_string_value(json_object_get(
+                            attr(s0, "negative"), "intValue")), "-42");
+    assert_string_equal(json_string_value(json_object_get(
+                            attr(s0, "zero"), "intValue")), "0");
     assert_true(json_is_true(json_object_get(attr(s2, "aura.retried"),
                                              "boolValue")));
     /* Not UTF-8 or not printable: '?' each byte. */
@@ -143,6 +150,9 @@ static void test_encode(void **state)
                             attr(s0, "user_agent.original"), "stringValue")),
                         "caf???");
     assert_null(attr(s0, "skipped"));
+    /* Escaped, and back as they were. */
+    assert_string_equal(json_string_value(json_object_get(
+                            attr(s0, "quoted"), "stringValue")), "a\"b\\c");
     json_decref(doc);
 }
 
