@@ -40,6 +40,8 @@
 #include "store/aura_db.h"
 #include "store/aura_redis.h"
 #include "store/aura_store_conf.h"
+#include "trace/aura_exporter.h"
+#include "trace/aura_trace_conf.h"
 
 #include "http_request.h"
 #include "http_core.h"
@@ -59,6 +61,7 @@ static const command_rec aura_cmds[] = {
     AURA_LIMIT_DIRECTIVES,
     AURA_RESILIENCE_DIRECTIVES,
     AURA_METRICS_DIRECTIVES,
+    AURA_TRACE_DIRECTIVES,
     { NULL }
 };
 
@@ -98,7 +101,7 @@ static int aura_check_config(apr_pool_t *pconf, apr_pool_t *plog,
 
     (void)plog;
     if (!http_route_modules_ok(pconf) || !aura_accesslog_check(ptemp)
-        || aura_nats_check_config(s) != 0) {
+        || aura_nats_check_config(s) != 0 || !aura_trace_check_config(s)) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     for (v = s; v; v = v->next) {
@@ -156,6 +159,7 @@ static int aura_post_config(apr_pool_t *pconf, apr_pool_t *plog,
         || aura_connlimit_post_config(pconf, s) != APR_SUCCESS) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }
+    aura_exporter_post_config(s);
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, s, AURA_LOGNO(00007)
                  "mod_aura_common %s API %d.%d ready", AURA_VERSION,
                  AURA_API_MAJOR, AURA_API_MINOR);
@@ -174,6 +178,8 @@ static void aura_child_init(apr_pool_t *pchild, server_rec *s)
     aura_jwks_child_init(pchild, s);
     aura_redis_child_init(pchild, s);
     aura_dbrouter_child_init(pchild, s);
+    /* Last: its pre-cleanup joins the exporter thread first of all. */
+    aura_exporter_child_init(pchild, s);
 }
 
 static void aura_register_hooks(apr_pool_t *p)

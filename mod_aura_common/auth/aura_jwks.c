@@ -32,6 +32,7 @@
 #include "nats/aura_inbox.h"
 #include "nats/aura_nats.h"
 #include "shm/aura_shm.h"
+#include "trace/aura_tracing.h"
 
 #include "http_protocol.h"
 #include "apr_atomic.h"
@@ -470,8 +471,7 @@ void aura_forward_credentials(request_rec *r, apr_table_t *headers)
     }
 }
 
-AURA_DECLARE(int) aura_auth_bearer(request_rec *r,
-                                   const aura_token_policy_t *policy)
+static int auth_bearer(request_rec *r, const aura_token_policy_t *policy)
 {
     aura_jwt_state_t *st = aura_server_conf(r->server)->jwt;
     aura_request_t *rq = aura_request_get(r);
@@ -539,4 +539,21 @@ AURA_DECLARE(int) aura_auth_bearer(request_rec *r,
     apr_table_setn(r->headers_in, "Authorization",
                    apr_pstrcat(r->pool, "Bearer ", token, NULL));
     return OK;
+}
+
+/* The check as the server span's child "aura.token.verify", forgotten
+ * when the request had no Authorization at all. */
+AURA_DECLARE(int) aura_auth_bearer(request_rec *r,
+                                   const aura_token_policy_t *policy)
+{
+    int span = aura_tracing_stage(r, "aura.token.verify");
+    int rc = auth_bearer(r, policy);
+
+    if (rc == DECLINED) {
+        aura_tracing_discard(r, span);
+    }
+    else {
+        aura_tracing_stage_end(r, span, rc);
+    }
+    return rc;
 }

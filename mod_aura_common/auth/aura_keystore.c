@@ -37,6 +37,7 @@
 #include "shm/aura_shm.h"
 #include "store/aura_db.h"
 #include "store/aura_store_conf.h"
+#include "trace/aura_tracing.h"
 
 #include "apr_atomic.h"
 #include "apr_thread_mutex.h"
@@ -273,8 +274,8 @@ static int stale_get(request_rec *r, const apr_uint64_t tag[2],
     return 1;
 }
 
-AURA_DECLARE(apr_status_t) aura_key_lookup(request_rec *r, const char *key,
-                                           aura_key_identity_t *id)
+static apr_status_t key_lookup(request_rec *r, const char *key,
+                               aura_key_identity_t *id)
 {
     key_slot_t e;
     apr_uint64_t tag[2];
@@ -380,4 +381,21 @@ AURA_DECLARE(void) aura_keys_rotation_watch(request_rec *r)
     if (aura_request_get(r)) {
         ap_add_output_filter_handle(rotation_filter, NULL, r, r->connection);
     }
+}
+
+/* The lookup as the server span's child "aura.key.lookup": an error
+ * when the store could not answer (a key not found is an answer). */
+AURA_DECLARE(apr_status_t) aura_key_lookup(request_rec *r, const char *key,
+                                           aura_key_identity_t *id)
+{
+    int span = aura_tracing_stage(r, "aura.key.lookup");
+    apr_status_t rv = key_lookup(r, key, id);
+
+    if (rv == APR_SUCCESS || rv == APR_NOTFOUND) {
+        aura_tracing_end(r, span, AURA_SPAN_UNSET, NULL);
+    }
+    else {
+        aura_tracing_end(r, span, AURA_SPAN_ERROR, "store-unavailable");
+    }
+    return rv;
 }

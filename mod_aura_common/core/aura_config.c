@@ -169,6 +169,9 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
                                      add->reading_v6_prefix);
     c->h2_preface_timeout = merge_time(base->h2_preface_timeout,
                                        add->h2_preface_timeout);
+    /* Global only: every VirtualHost sees the main server's. */
+    c->trace = (struct aura_trace_conf_t *)merge_ptr(base->trace,
+                                                     add->trace);
     return c;
 }
 

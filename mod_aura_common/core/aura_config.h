@@ -173,6 +173,9 @@ typedef struct {
                                               unset */
     int reading_v6_prefix;                 /* AuraReadingIPv6Prefix */
     apr_interval_time_t h2_preface_timeout; /* AuraH2PrefaceTimeout */
+    /* Tracing (trace/aura_trace_conf.h), global; NULL: no AuraTrace*
+     * directive at all. */
+    struct aura_trace_conf_t *trace;
 } aura_server_conf_t;
 
 /* AuraMaxConnectionsPerAddress auto: a third of MaxRequestWorkers (at

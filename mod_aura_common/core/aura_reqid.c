@@ -13,7 +13,15 @@
  * trace (and its tracestate, which belongs to another trace, is
  * dropped).  Either way the gateway is the parent of what it sends
  * upstream: the traceparent forwarded on both paths carries a span id of
- * its own.
+ * its own, the id of the span of the upstream call (trace/aura_tracing.c)
+ * when the request is traced.
+ *
+ * With tracing on (AuraTraceEndpoint), the sampling decision is made
+ * here, once: an inbound traceparent's sampled flag, else
+ * AuraTraceSampleRatio on the new trace id; the forwarded flags say it.
+ * A sampled request gets its set of spans and its server span now; an
+ * unsampled one costs nothing more than its ids.  With tracing off the
+ * flags are forwarded as they came (a new trace: sampled), as before.
  *
  * The random bytes of both (40 a request) come from SipHash-2-4 of a
  * per-child counter under a per-child random key: a PRF, so they are as
@@ -23,8 +31,11 @@
  */
 #include "core/aura_module.h"
 #include "core/aura_reqid.h"
+#include "core/aura_request.h"
 #include "core/aura_siphash.h"
 #include "core/aura_trace.h"
+#include "trace/aura_span.h"
+#include "trace/aura_trace_conf.h"
 
 #include "apr_atomic.h"
 #include "apr_lib.h"
@@ -52,6 +63,26 @@ static void random_bytes(unsigned char *out, apr_size_t n)
 
         memcpy(out + i, &v, 8);
     }
+}
+
+void aura_reqid_random(unsigned char *out, apr_size_t n)
+{
+    random_bytes(out, n);
+}
+
+/* The sampled request's spans, its server span started: named and
+ * given its attributes at the end (aura_tracing_end()). */
+static void spans_begin(request_rec *r, aura_request_t *rq,
+                        const aura_traceparent_t *t, const char *remote)
+{
+    aura_spanset_t *set = aura_spanset_make(r->pool, t->trace_id, remote);
+    unsigned char rnd[8];
+    char id[17];
+
+    random_bytes(rnd, 8);
+    aura_trace_hex_id(rnd, 8, id);
+    aura_span_start(set, NULL, id, -1, AURA_SPAN_SERVER, r->request_time);
+    rq->priv->spans = set;
 }
 
 static int reqid_char(char c)
@@ -94,13 +125,17 @@ const char *aura_reqid_pick(request_rec *r)
 
 void aura_trace_begin(request_rec *r, aura_request_t *rq)
 {
+    const aura_trace_conf_t *tc = aura_trace_conf(r->server);
     aura_traceparent_t t;
     unsigned char rnd[16];
     char *value = apr_palloc(r->pool, AURA_TRACEPARENT_LEN + 1);
+    char remote[17];
+    int inbound, sampled = 0;
 
     rq->tracestate = NULL;
-    if (!aura_traceparent_parse(apr_table_get(r->headers_in, "traceparent"),
-                                &t)) {
+    inbound = aura_traceparent_parse(apr_table_get(r->headers_in,
+                                                   "traceparent"), &t);
+    if (!inbound) {
         random_bytes(rnd, 16);
         aura_trace_hex_id(rnd, 16, t.trace_id);
         t.flags = 0x01;
@@ -108,9 +143,18 @@ void aura_trace_begin(request_rec *r, aura_request_t *rq)
     else {
         /* Repeated lines form one list (W3C trace context 3.3.1.1). */
         rq->tracestate = apr_table_getm(r->pool, r->headers_in, "tracestate");
+        memcpy(remote, t.parent_id, sizeof(remote));
+    }
+    if (tc) {
+        sampled = aura_trace_sampled(t.trace_id, inbound, t.flags,
+                                     (apr_uint32_t)aura_trace_conf_ratio(tc));
+        t.flags = (t.flags & ~0x01u) | (sampled ? 0x01u : 0);
     }
     random_bytes(rnd, 8);
     aura_trace_hex_id(rnd, 8, t.parent_id);
+    if (sampled) {
+        spans_begin(r, rq, &t, inbound ? remote : NULL);
+    }
     aura_traceparent_format(&t, value);
     rq->traceparent = value;
     /* The trace id is characters 3 to 34 of the value. */

@@ -65,6 +65,12 @@ typedef struct aura_request_private_t {
      *  plane's policy said so (aura_token_policy_t.forward), read by
      *  aura_forward_credentials() on the headers that leave. */
     int token_travels;
+    /** The spans of a sampled request (trace/aura_span.h), the server
+     *  span first; NULL when tracing is off or the request unsampled. */
+    struct aura_spanset_t *spans;
+    /** The HTTP path's upstream span (aura_httpproxy.c): its index + 1,
+     *  0 none. */
+    int http_span;
 } aura_request_private_t;
 
 /** A new state for r, set in its request_config; never NULL. */

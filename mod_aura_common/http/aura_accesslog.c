@@ -27,6 +27,7 @@
 #include "http/aura_accesslog.h"
 #include "http/aura_problem.h"
 #include "shm/aura_shm.h"
+#include "trace/aura_tracing.h"
 
 #include "apr_lib.h"
 #include "apr_strings.h"
@@ -318,6 +319,7 @@ int aura_log_transaction(request_rec *r)
     /* The metrics count what the access log logs: once per request. */
     aura_shm_record(rq->plane, aura_dir_conf(r)->service, r->status,
                     apr_time_now() - rq->start);
+    aura_tracing_finish(r);
     return DECLINED;
 }
 

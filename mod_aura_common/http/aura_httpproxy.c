@@ -43,6 +43,7 @@
 #include "resilience/aura_gone.h"
 #include "resilience/aura_streams.h"
 #include "shm/aura_shm.h"
+#include "trace/aura_tracing.h"
 
 #include "http_core.h"
 #include "http_protocol.h"
@@ -248,6 +249,42 @@ static int proxy_fixups(request_rec *r)
     return OK;
 }
 
+/* The upstream call's span (OpenTelemetry's HTTP client conventions:
+ * named by the method), ended by request_status() or with the request.
+ * Its id is the parent id of the traceparent the upstream receives. */
+static void http_span_start(request_rec *r, const aura_route_t *route)
+{
+    aura_request_private_t *p = aura_request_private(r);
+    int span = aura_tracing_start(r, 0, r->method_number != M_INVALID
+                                        ? r->method : "_OTHER",
+                                  AURA_SPAN_CLIENT,
+                                  aura_tracing_client_id(r));
+
+    aura_tracing_attr_str(r, span, "http.request.method", r->method);
+    aura_tracing_attr_str(r, span, "aura.upstream.origin", route->origin);
+    p->http_span = span + 1;
+}
+
+static void http_span_end(request_rec *r, aura_request_private_t *p,
+                          int status)
+{
+    int span = p->http_span - 1;
+
+    if (span < 0) {
+        return;
+    }
+    p->http_span = 0;
+    if (status == OK) {
+        aura_tracing_attr_int(r, span, "http.response.status_code",
+                              r->status);
+    }
+    /* Client spans: 4xx is an error too (the conventions). */
+    aura_tracing_end(r, span, (status == OK || status == DONE)
+                              && r->status < 400 ? AURA_SPAN_UNSET
+                                                 : AURA_SPAN_ERROR,
+                     p->problem_type);
+}
+
 /* Right before mod_proxy contacts the upstream (aura_route_fixups, once
  * the route is final): identity, breaker, and a slot of the service and
  * plane caps (aura_bulkhead.c), given back by request_status() once
@@ -291,6 +328,7 @@ int aura_http_fixups(request_rec *r, const aura_route_t *route)
         return rc;
     }
     p->http_slot = slot;
+    http_span_start(r, route);
     return DECLINED;
 }
 
@@ -363,6 +401,7 @@ static int request_status(int *status, request_rec *r)
     default:
         break;      /* refused before contacting it: released */
     }
+    http_span_end(r, p, *status);
     return OK;
 }
 

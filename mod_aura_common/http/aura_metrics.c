@@ -280,6 +280,30 @@ static void upstreams(request_rec *r)
                aura_shm_counter(AURA_CTR_DB_UNRESOLVED));
 }
 
+/* Spans (trace/aura_exporter.c): recorded = exported + dropped +
+ * queued, once every child's exporter is idle. */
+static void tracing(request_rec *r)
+{
+    volatile apr_uint64_t *queued = aura_shm_flag(AURA_FLAG_TRACE_QUEUED);
+
+    counter(r, "aura_trace_spans_recorded_total", "Spans of sampled "
+            "requests handed to the exporter.", "",
+            aura_shm_counter(AURA_CTR_SPANS_RECORDED));
+    counter(r, "aura_trace_spans_exported_total", "Spans a collector "
+            "accepted.", "", aura_shm_counter(AURA_CTR_SPANS_EXPORTED));
+    two(r, "aura_trace_spans_dropped_total", "counter", "Spans dropped, "
+        "by reason: the exporter's queue was full, or their batch was not "
+        "accepted.", "reason", "queue_full", AURA_CTR_SPANS_DROPPED_QUEUE,
+        "export_failed", AURA_CTR_SPANS_DROPPED_EXPORT);
+    counter(r, "aura_trace_export_failures_total", "Batches a collector "
+            "did not accept (no answer in time, not 2xx).", "",
+            aura_shm_counter(AURA_CTR_TRACE_EXPORT_FAILURES));
+    family(r, "aura_trace_spans_queued", "gauge",
+           "Spans waiting in the exporters' queues or being posted.");
+    ap_rprintf(r, "aura_trace_spans_queued %" APR_UINT64_T_FMT "\n",
+               queued ? apr_atomic_read64(queued) : 0);
+}
+
 int aura_metrics_handler(request_rec *r)
 {
     const char *token;
@@ -314,6 +338,7 @@ int aura_metrics_handler(request_rec *r)
     aura_cap_metrics(r);
     aura_stream_metrics(r);
     upstreams(r);
+    tracing(r);
     return OK;
 }
 

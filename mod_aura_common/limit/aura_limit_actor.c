@@ -43,6 +43,7 @@
 #include "resilience/aura_breaker_fsm.h"
 #include "shm/aura_shm.h"
 #include "store/aura_redis.h"
+#include "trace/aura_tracing.h"
 
 #include "apr_atomic.h"
 #include "apr_strings.h"
@@ -418,7 +419,7 @@ static void anon_refused(request_rec *r, const char *id,
                   q->window_s);
 }
 
-AURA_DECLARE(int) aura_limit_actor(request_rec *r, const char *id)
+static int limit_actor(request_rec *r, const char *id)
 {
     aura_request_t *rq = aura_request_get(r);
     const aura_quota_t *q;
@@ -463,4 +464,15 @@ AURA_DECLARE(int) aura_limit_actor(request_rec *r, const char *id)
                   aura_ceil_div((apr_uint64_t)(res.retry_after_ms > 0
                                           ? res.retry_after_ms : 1), 1000),
                   "the quota of this key or user is used up");
+}
+
+/* The stage as the server span's child "aura.limit.actor"; none when
+ * nothing authenticated (no id): there was no quota to ask. */
+AURA_DECLARE(int) aura_limit_actor(request_rec *r, const char *id)
+{
+    int span = id ? aura_tracing_stage(r, "aura.limit.actor") : -1;
+    int rc = limit_actor(r, id);
+
+    aura_tracing_stage_end(r, span, rc);
+    return rc;
 }

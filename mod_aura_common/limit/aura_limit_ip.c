@@ -29,6 +29,7 @@
 #include "limit/aura_limit.h"
 #include "limit/aura_limit_conf.h"
 #include "shm/aura_shm.h"
+#include "trace/aura_tracing.h"
 
 #include "http_protocol.h"
 #include "apr_atomic.h"
@@ -145,7 +146,7 @@ AURA_DECLARE(const char *) aura_client_prefix(request_rec *r)
                            buf));
 }
 
-AURA_DECLARE(int) aura_limit_ip(request_rec *r)
+static int limit_ip(request_rec *r)
 {
     const aura_dir_conf_t *d = aura_dir_conf(r);
     const aura_zone_t *z = d->zone ? d->zone : default_zone;
@@ -185,3 +186,13 @@ AURA_DECLARE(int) aura_limit_ip(request_rec *r)
                   "too many requests from this address");
 }
 
+
+/* The stage as the server span's child "aura.limit.address". */
+AURA_DECLARE(int) aura_limit_ip(request_rec *r)
+{
+    int span = aura_tracing_stage(r, "aura.limit.address");
+    int rc = limit_ip(r);
+
+    aura_tracing_stage_end(r, span, rc);
+    return rc;
+}

@@ -63,6 +63,7 @@
 #include "resilience/aura_gone.h"
 #include "resilience/aura_resilience_conf.h"
 #include "shm/aura_shm.h"
+#include "trace/aura_tracing.h"
 
 #include "http_protocol.h"
 #include "http_request.h"
@@ -312,6 +313,25 @@ static natsStatus attempt(request_rec *r, natsConnection *nc, natsMsg *msg,
     return s;
 }
 
+/* attempt() as a span of its own under the request's client span
+ * (retries show one each): an error when nobody answered. */
+static natsStatus traced_attempt(request_rec *r, int client, int n,
+                                 natsConnection *nc, natsMsg *msg,
+                                 aura_inbox_t *inbox, apr_time_t deadline,
+                                 natsMsg **reply, int *bus_failed, int *gone)
+{
+    int span = aura_tracing_start(r, client, "attempt", AURA_SPAN_INTERNAL,
+                                  NULL);
+    natsStatus s;
+
+    aura_tracing_attr_int(r, span, "aura.attempt", n);
+    s = attempt(r, nc, msg, inbox, deadline, reply, bus_failed, gone);
+    aura_tracing_end(r, span, s == NATS_OK ? AURA_SPAN_UNSET
+                                           : AURA_SPAN_ERROR,
+                     natsStatus_GetText(s));
+    return s;
+}
+
 /* Sleeps for wait, in slices; 1 (at once) when the client is gone. */
 static int sleep_unless_gone(request_rec *r, apr_interval_time_t wait)
 {
@@ -391,10 +411,11 @@ static void retry_budget_give(void)
 /* Sends out until a reply, a failure other than no responders, no
  * retry is left (attempts, budget of the route, budget of retries), or
  * the client is gone (*gone, see attempt()). */
-static natsStatus send_with_retries(request_rec *r, natsConnection *nc,
-                                    natsMsg *out, aura_inbox_t *inbox,
-                                    apr_time_t deadline, natsMsg **reply,
-                                    int *bus_failed, int *gone)
+static natsStatus send_with_retries(request_rec *r, int client,
+                                    natsConnection *nc, natsMsg *out,
+                                    aura_inbox_t *inbox, apr_time_t deadline,
+                                    natsMsg **reply, int *bus_failed,
+                                    int *gone)
 {
     const aura_dir_conf_t *d = aura_dir_conf(r);
     int retries = aura_conf_retries(d);
@@ -402,7 +423,8 @@ static natsStatus send_with_retries(request_rec *r, natsConnection *nc,
     natsStatus s;
     int n;
 
-    s = attempt(r, nc, out, inbox, deadline, reply, bus_failed, gone);
+    s = traced_attempt(r, client, 1, nc, out, inbox, deadline, reply,
+                       bus_failed, gone);
     for (n = 0; !*gone && s == NATS_NO_RESPONDERS && n < retries; n++) {
         if (apr_time_now() + wait >= deadline || !retry_budget_take()) {
             break;
@@ -417,7 +439,8 @@ static natsStatus send_with_retries(request_rec *r, natsConnection *nc,
         ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(00093)
                       "no responders on %s: retry %d of %d",
                       natsMsg_GetSubject(out), n + 1, retries);
-        s = attempt(r, nc, out, inbox, deadline, reply, bus_failed, gone);
+        s = traced_attempt(r, client, n + 2, nc, out, inbox, deadline, reply,
+                           bus_failed, gone);
         retry_budget_give();
         wait = wait * 2 > RETRY_MAX_WAIT ? RETRY_MAX_WAIT : wait * 2;
     }
@@ -505,7 +528,7 @@ static int exchange(request_rec *r, const aura_dir_conf_t *d,
     aura_cap_hold_t *slot = NULL;
     int bus_failed = 0, gone = 0;
     natsStatus s;
-    int rc;
+    int rc, client;
 
     /* A request that waited for a worker after its client left takes no
      * probe of the breaker either. */
@@ -525,8 +548,19 @@ static int exchange(request_rec *r, const aura_dir_conf_t *d,
         return rc;
     }
     count_active(r);
-    s = send_with_retries(r, nc, msg, inbox, deadline, &reply, &bus_failed,
-                          &gone);
+    /* The upstream call's span: its id is the parent id of the
+     * traceparent the service receives, so the service's span is its
+     * child.  It ends with the handler (the reply relayed), or with the
+     * request. */
+    client = aura_tracing_start(r, 0, apr_pstrcat(r->pool, "send ",
+                                                  d->upstream, NULL),
+                                AURA_SPAN_CLIENT, aura_tracing_client_id(r));
+    aura_tracing_attr_str(r, client, "messaging.system", "nats");
+    aura_tracing_attr_str(r, client, "messaging.operation.type", "send");
+    aura_tracing_attr_str(r, client, "messaging.destination.name",
+                          d->upstream);
+    s = send_with_retries(r, client, nc, msg, inbox, deadline, &reply,
+                          &bus_failed, &gone);
     if (gone) {
         /* No verdict: the hold goes back with r->pool (DESIGN.md
          * section 8, "client went away"). */
@@ -538,7 +572,9 @@ static int exchange(request_rec *r, const aura_dir_conf_t *d,
     if (s != NATS_OK) {
         aura_cap_leave(slot);
         verdict_no_reply(hold, s, bus_failed);
-        return request_failed(r, s, d->upstream, limit);
+        rc = request_failed(r, s, d->upstream, limit);
+        aura_tracing_stage_end(r, client, rc);
+        return rc;
     }
     /* Held while the reply is relayed: a stream keeps the service (and
      * this worker) busy until it ends, on the long-lived budget from its
@@ -547,6 +583,7 @@ static int exchange(request_rec *r, const aura_dir_conf_t *d,
      * while the MPM finishes writing to a slow client. */
     rc = send_reply(r, reply, inbox, d->upstream, hold, slot);
     aura_cap_leave(slot);
+    aura_tracing_stage_end(r, client, rc);
     return rc;
 }
 

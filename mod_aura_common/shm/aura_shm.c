@@ -328,7 +328,8 @@ static const char *const counter_names[AURA_CTR_COUNT] = {
     "stream_ack_refused", "breaker_probe_recovered", "conn_refused",
     "conn_table_full", "conn_reclaimed", "conn_busy", "gone_before_send",
     "gone_waiting", "late_replies", "anon_rejected", "conn_shed",
-    "conn_preface_timeout"
+    "conn_preface_timeout", "spans_recorded", "spans_exported",
+    "spans_dropped_queue", "spans_dropped_export", "trace_export_failures"
 };
 
 /* *off += n, 64-byte aligned, refused beyond AURA_SHM_MAX (so never
@@ -731,6 +732,13 @@ void aura_count(aura_counter_e c)
 {
     if (shm_base) {
         apr_atomic_inc64(&shm_base->counters[c]);
+    }
+}
+
+void aura_count_n(aura_counter_e c, apr_uint64_t n)
+{
+    if (shm_base && n) {
+        apr_atomic_add64(&shm_base->counters[c], n);
     }
 }
 

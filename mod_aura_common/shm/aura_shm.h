@@ -67,9 +67,15 @@ typedef enum {
     AURA_CTR_ANON_REJECTED,    /* 429 actor-quota of anonymous requests */
     AURA_CTR_CONN_SHED,        /* readers closed to admit a newcomer */
     AURA_CTR_CONN_PREFACE_TIMEOUT, /* HTTP/2 preface + SETTINGS too late */
+    AURA_CTR_SPANS_RECORDED,   /* spans of sampled requests, finished */
+    AURA_CTR_SPANS_EXPORTED,   /* spans a collector accepted */
+    AURA_CTR_SPANS_DROPPED_QUEUE, /* spans dropped: exporter queue full */
+    AURA_CTR_SPANS_DROPPED_EXPORT, /* spans dropped: their batch failed */
+    AURA_CTR_TRACE_EXPORT_FAILURES, /* batches a collector did not take */
     AURA_CTR_COUNT
 } aura_counter_e;
 void aura_count(aura_counter_e c);
+void aura_count_n(aura_counter_e c, apr_uint64_t n);
 
 /* Requests by plane, service and status class, and a latency histogram
  * per plane (aura_metrics.c reads them, aura_accesslog.c records). */
@@ -108,6 +114,8 @@ typedef enum {
     AURA_FLAG_ANON_LOGGED,     /* second of the last anonymous refusal line */
     AURA_FLAG_SHED_LOGGED,     /* second of the last "reader shed" line */
     AURA_FLAG_PREFACE_LOGGED,  /* second of the last "preface late" line */
+    AURA_FLAG_TRACE_QUEUED,    /* spans in the exporters' queues or being
+                                  posted, all children together */
     AURA_FLAG_COUNT
 } aura_flag_e;
 volatile apr_uint64_t *aura_shm_flag(aura_flag_e f);
