@@ -26,6 +26,7 @@
 #include "http/aura_problem.h"
 #include "http/aura_route.h"
 #include "http/aura_route_conf.h"
+#include "http/aura_status.h"
 #include "limit/aura_connlimit.h"
 #include "limit/aura_limit.h"
 #include "limit/aura_limit_conf.h"
@@ -229,6 +230,7 @@ static void aura_register_hooks(apr_pool_t *p)
     aura_keystore_register();
     aura_http_register();
     aura_connlimit_register();
+    aura_status_register();
 }
 
 module AURA_DECLARE_DATA aura_common_module = {

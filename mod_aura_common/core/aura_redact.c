@@ -348,3 +348,23 @@ const char *aura_redact_request_line(apr_pool_t *p, const char *s)
     }
     return redact_range(p, s, start + 1, end);
 }
+
+const char *aura_redact_userinfo(apr_pool_t *p, const char *s)
+{
+    const char *auth, *at = NULL, *c;
+
+    if (!s || !(auth = strstr(s, "://"))) {
+        return s;
+    }
+    auth += 3;
+    for (c = auth; *c && !strchr("/?# ", *c); c++) {
+        if (*c == '@') {
+            at = c;
+        }
+    }
+    if (!at) {
+        return s;
+    }
+    return apr_pstrcat(p, apr_pstrmemdup(p, s, (apr_size_t)(auth - s)),
+                       at + 1, NULL);
+}

@@ -79,4 +79,15 @@ const char *aura_redact_uri(apr_pool_t *p, const char *s);
  */
 const char *aura_redact_request_line(apr_pool_t *p, const char *s);
 
+/**
+ * A URL without its user information: "nats://user:pass@host:4222" is
+ * "nats://host:4222".  For what an operator's page shows of a server the
+ * gateway is connected to (server-status, /health): a password set in
+ * the URL must not be shown with it.  Only the authority of the first
+ * URL is looked at ("scheme://" up to the next '/', '?', '#' or space);
+ * its last '@' ends the user information (a password may hold '@').
+ * @return s itself when it has none (NULL for NULL), else a copy from p
+ */
+const char *aura_redact_userinfo(apr_pool_t *p, const char *s);
+
 #endif /* AURA_REDACT_H */

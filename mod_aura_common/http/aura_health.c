@@ -5,22 +5,19 @@
  * Liveness answers 200 whenever this child can answer at all; with
  * ?ready it answers 503 unless this child's NATS connection is up, so a
  * load balancer stops sending traffic to an instance that cannot reach
- * its services.  AuraHealthDetail On adds the shared segment's identity
- * and counters (operators and the test-suite use them to see that a
- * graceful restart kept the segment).
+ * its services.  AuraHealthDetail On adds the live state aura_state.c
+ * collects (the shared segment's identity and counters: operators and
+ * the test-suite use them to see that a graceful restart kept the
+ * segment; breakers, in-flight, limiter tables), the same that
+ * server-status shows (aura_status.c).
  */
 #include "core/aura_module.h"
 #include "core/aura_config.h"
 #include "http/aura_health.h"
-#include "limit/aura_connlimit.h"
+#include "http/aura_state.h"
 #include "nats/aura_nats.h"
-#include "resilience/aura_breaker.h"
-#include "resilience/aura_bulkhead.h"
-#include "resilience/aura_streams.h"
-#include "shm/aura_shm.h"
 
 #include "http_protocol.h"
-#include "ap_mpm.h"
 #include "apr_strings.h"
 
 #include <jansson.h>
@@ -56,32 +53,9 @@ static json_t *describe(request_rec *r, int connected)
                             json_string(aura_plane_name(rq->plane)));
     }
     if (aura_dir_conf(r)->health_detail == 1) {
-        json_t *shm = json_object();
-        int gen = 0;
-
-        ap_mpm_query(AP_MPMQ_GENERATION, &gen);
-        json_object_set_new(o, "pid", json_integer(getpid()));
-        json_object_set_new(o, "generation", json_integer(gen));
-        {
-            /* Which node of a cluster this child uses: the fault runs
-             * kill that one. */
-            const char *srv = aura_nats_server(r->pool);
-
-            json_object_set_new(o, "nats_server",
-                                srv ? json_string(srv) : json_null());
-        }
         /* ?tables walks every rate-limit table: a few ms for the
          * default sizes, so only when asked. */
-        aura_shm_describe(shm, wants(r, "tables"), r->pool);
-        json_object_set_new(o, "shm", shm);
-        shm = json_object();
-        aura_breaker_describe(shm);
-        json_object_set_new(o, "breakers", shm);
-        aura_cap_describe(o);
-        aura_stream_describe(o);
-        shm = json_object();
-        aura_connlimit_describe(shm, r->pool);
-        json_object_set_new(o, "connections", shm);
+        aura_state_describe(o, r, wants(r, "tables"));
     }
     return o;
 }

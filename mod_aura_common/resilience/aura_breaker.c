@@ -41,6 +41,7 @@
 #include "resilience/aura_resilience_conf.h"
 #include "shm/aura_shm.h"
 #include "store/aura_db.h"
+#include "store/aura_redis.h"
 
 #include "apr_atomic.h"
 #include "apr_strings.h"
@@ -423,8 +424,9 @@ static json_t *state_json(volatile apr_uint64_t *w,
     return o;
 }
 
-/* For /health with AuraHealthDetail: each service's breaker state, and
- * the targets in the table. */
+/* For /health with AuraHealthDetail and server-status: each service's
+ * breaker state, the targets in the table, the key store's and
+ * Redis's. */
 void aura_breaker_describe(json_t *obj)
 {
     apr_uint64_t n, i;
@@ -453,5 +455,13 @@ void aura_breaker_describe(json_t *obj)
         json_object_set_new(obj, "store",
                             state_json(word, aura_shm_breaker_holders(
                                            AURA_BREAKER_STORE)));
+    }
+    /* The actor quota's Redis (aura_limit_actor.c): open while the
+     * quota runs on this instance's fallback table. */
+    if (aura_redis_configured()
+        && (word = aura_shm_breaker(AURA_BREAKER_REDIS))) {
+        json_object_set_new(obj, "redis",
+                            state_json(word, aura_shm_breaker_holders(
+                                           AURA_BREAKER_REDIS)));
     }
 }

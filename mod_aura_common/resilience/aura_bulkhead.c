@@ -55,6 +55,8 @@
 #include "resilience/aura_streamtab.h"
 #include "shm/aura_shm.h"
 
+#include "http_core.h"
+#include "http_main.h"
 #include "http_protocol.h"
 #include "ap_mpm.h"
 #include "mpm_common.h"
@@ -741,8 +743,86 @@ static void describe_shedding(json_t *o, aura_cap_shm_t *cap)
     json_object_set_new(o, "shed", n);
 }
 
-/* /health with AuraHealthDetail On: "in_flight" {services, planes,
- * refused, children (pid -> requests), reclaimed, workers, auto caps}. */
+/* One cap into caps[name] (-1: none seen yet): 0 (off) wins, since a
+ * request there is never refused; otherwise the largest. */
+static void fold_cap(apr_int64_t *have, apr_uint64_t cap)
+{
+    if (*have == 0) {
+        return;
+    }
+    *have = (cap == 0 || (apr_int64_t)cap > *have) ? (apr_int64_t)cap
+                                                    : *have;
+}
+
+/* The caps a service is held to, from the configuration: each
+ * <Location> (of every server) that routes to it, with its own
+ * AuraServiceMaxInFlight or its server's.  A Location sets its own cap
+ * (aura_cap_enter() reads the request's), so one service may have
+ * several: the page shows the largest, or off when any is off.  Not
+ * merged with the Locations that enclose it: an AuraService and its cap
+ * in one Location is how the sample and the docs write them. */
+static void service_caps(apr_int64_t caps[AURA_SVC_COUNT])
+{
+    server_rec *s;
+    int i, k;
+
+    for (i = 0; i < AURA_SVC_COUNT; i++) {
+        caps[i] = -1;
+    }
+    for (s = ap_server_conf; s; s = s->next) {
+        core_server_config *core = ap_get_core_module_config(s->module_config);
+        const aura_dir_conf_t *base = ap_get_module_config(
+            s->lookup_defaults, &aura_common_module);
+        ap_conf_vector_t **sec = (ap_conf_vector_t **)core->sec_url->elts;
+
+        for (k = 0; k < core->sec_url->nelts; k++) {
+            const aura_dir_conf_t *d = ap_get_module_config(
+                sec[k], &aura_common_module);
+            int enc;
+
+            if (!d || d->service < 0 || d->service >= AURA_SVC_COUNT) {
+                continue;
+            }
+            enc = d->max_in_flight != AURA_UNSET ? d->max_in_flight
+                  : base ? base->max_in_flight : AURA_UNSET;
+            fold_cap(&caps[d->service], aura_cap_resolve(
+                         enc, workers, AURA_CAP_AUTO_SERVICE_PCT));
+        }
+    }
+}
+
+/* "caps" {service or plane: its cap, 0 for off}: a service no Location
+ * routes to and a plane no VirtualHost serves are left out. */
+static json_t *describe_caps(void)
+{
+    apr_int64_t caps[AURA_CAP_COUNTERS];
+    json_t *o = json_object();
+    server_rec *s;
+    int c;
+
+    service_caps(caps);
+    for (c = AURA_SVC_COUNT; c < AURA_CAP_COUNTERS; c++) {
+        caps[c] = -1;
+    }
+    for (s = ap_server_conf; s; s = s->next) {
+        int plane = aura_server_conf(s)->plane;
+
+        if (plane != AURA_UNSET && aura_plane_info(plane)->module_name) {
+            fold_cap(&caps[plane_index(plane)], plane_cap(s, plane));
+        }
+    }
+    for (c = 0; c < AURA_CAP_COUNTERS; c++) {
+        if (caps[c] >= 0) {
+            json_object_set_new(o, aura_cap_counter_name(c),
+                                json_integer((json_int_t)caps[c]));
+        }
+    }
+    return o;
+}
+
+/* /health with AuraHealthDetail On, and server-status: "in_flight"
+ * {services, planes, caps, refused, children (pid -> requests),
+ * reclaimed, workers, auto caps}. */
 void aura_cap_describe(json_t *obj)
 {
     aura_cap_proc_t *procs;
@@ -783,6 +863,7 @@ void aura_cap_describe(json_t *obj)
     }
     json_object_set_new(o, "services", svc);
     json_object_set_new(o, "planes", planes);
+    json_object_set_new(o, "caps", describe_caps());
     json_object_set_new(o, "refused", refused);
     json_object_set_new(o, "children", kids);
     json_object_set_new(o, "reclaimed", json_integer((json_int_t)

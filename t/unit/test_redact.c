@@ -232,6 +232,31 @@ static void test_uri(void **state)
     assert_null(aura_redact_uri(p, NULL));
 }
 
+static void test_userinfo(void **state)
+{
+    apr_pool_t *p = *state;
+    static const char *const same = "nats://127.0.0.1:4222 NABC";
+    static const struct {
+        const char *in;
+        const char *out;
+    } rows[] = {
+        { "nats://u:pw@127.0.0.1:4222", "nats://127.0.0.1:4222" },
+        { "nats://tok@h:4222 NDX", "nats://h:4222 NDX" },
+        { "tls://u:p@ss@h", "tls://h" },               /* the last '@' */
+        { "http://h/p@x", "http://h/p@x" },     /* in the path: kept */
+        { "nats://h:1 id@x", "nats://h:1 id@x" },    /* after the URL */
+        { "h:4222", "h:4222" },                        /* no scheme */
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        assert_string_equal(aura_redact_userinfo(p, rows[i].in),
+                            rows[i].out);
+    }
+    assert_ptr_equal(aura_redact_userinfo(p, same), same);
+    assert_null(aura_redact_userinfo(p, NULL));
+}
+
 static void test_request_line(void **state)
 {
     apr_pool_t *p = *state;
@@ -279,6 +304,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_query, pool_setup,
                                         pool_teardown),
         cmocka_unit_test_setup_teardown(test_uri, pool_setup, pool_teardown),
+        cmocka_unit_test_setup_teardown(test_userinfo, pool_setup,
+                                        pool_teardown),
         cmocka_unit_test_setup_teardown(test_request_line, pool_setup,
                                         pool_teardown),
     };
