@@ -92,7 +92,8 @@ apr_status_t aura_audit_pre_config(apr_pool_t *pconf)
  * (a cut write, an edit): the chain goes on from the cache if any, so
  * the verifier shows the break right there. */
 static apr_status_t read_head(int fd, const struct stat *st,
-                              aura_audit_shm_t *head, apr_pool_t *p)
+                              aura_audit_shm_t *head, int *cut,
+                              apr_pool_t *p)
 {
     apr_size_t n = st->st_size > AUDIT_TAIL_MAX ? AUDIT_TAIL_MAX
                                                 : (apr_size_t)st->st_size;
@@ -107,6 +108,9 @@ static apr_status_t read_head(int fd, const struct stat *st,
     if (got != (ssize_t)n) {
         return got < 0 ? APR_FROM_OS_ERROR(errno) : APR_EGENERAL;
     }
+    /* A line cut short is ended before the next record, which would
+     * otherwise be glued to it. */
+    *cut = buf[n - 1] != '\n';
     rv = aura_audit_tail(buf, n, n == (apr_size_t)st->st_size, &head->seq,
                          head->hash);
     if (rv == APR_SUCCESS) {
@@ -132,22 +136,24 @@ static apr_status_t write_all(int fd, const char *buf, apr_size_t len)
     return APR_SUCCESS;
 }
 
-/* The head for the file fd, into f (seq, prev).  Under the mutex. */
+/* The head for the file fd, into f (seq, prev); *cut: the file ends
+ * in a line cut short.  Under the mutex. */
 static apr_status_t chain_head(int fd, const struct stat *st,
                                aura_audit_shm_t *cache,
-                               aura_audit_fields_t *f, apr_pool_t *p,
-                               apr_status_t *tail_rv)
+                               aura_audit_fields_t *f, int *cut,
+                               apr_pool_t *p, apr_status_t *tail_rv)
 {
     aura_audit_shm_t head = { 0 };
 
     *tail_rv = APR_SUCCESS;
+    *cut = 0;
     if (cache->known && cache->dev == (apr_uint64_t)st->st_dev
         && cache->ino == (apr_uint64_t)st->st_ino
         && cache->size == (apr_uint64_t)st->st_size) {
         head = *cache;
     }
     else {
-        *tail_rv = read_head(fd, st, &head, p);
+        *tail_rv = read_head(fd, st, &head, cut, p);
         if (*tail_rv != APR_SUCCESS && *tail_rv != APR_NOTFOUND
             && *tail_rv != APR_EINVAL) {
             return *tail_rv;
@@ -171,6 +177,7 @@ static apr_status_t append(aura_audit_fields_t *f, const char **line,
     struct stat st;
     apr_status_t rv;
     const char *l;
+    int cut;
 
     if (!cache || apr_os_file_get(&fd, audit_file) != APR_SUCCESS) {
         return APR_EGENERAL;
@@ -178,17 +185,21 @@ static apr_status_t append(aura_audit_fields_t *f, const char **line,
     if (fstat(fd, &st) != 0) {
         return APR_FROM_OS_ERROR(errno);
     }
-    rv = chain_head(fd, &st, cache, f, p, tail_rv);
+    rv = chain_head(fd, &st, cache, f, &cut, p, tail_rv);
     if (rv != APR_SUCCESS) {
         return rv;
     }
     *line = l = aura_audit_line(p, f);
-    rv = write_all(fd, apr_pstrcat(p, l, "\n", NULL), strlen(l) + 1);
+    rv = write_all(fd, apr_pstrcat(p, cut ? "\n" : "", l, "\n", NULL),
+                   strlen(l) + 1 + (cut ? 1 : 0));
     if (rv == APR_SUCCESS && fdatasync(fd) != 0) {
         rv = APR_FROM_OS_ERROR(errno);
     }
     if (rv != APR_SUCCESS || fstat(fd, &st) != 0) {
-        cache->known = 0;      /* what the file ends with is unknown */
+        /* What the file ends with is unknown: the next write reads it,
+         * and continues from the last record known good when the line
+         * is broken. */
+        cache->size = APR_UINT64_MAX;
         return rv != APR_SUCCESS ? rv : APR_FROM_OS_ERROR(errno);
     }
     cache->seq = f->seq;
@@ -353,13 +364,14 @@ static void log_start(server_rec *s, apr_pool_t *p)
     apr_os_file_t fd;
     struct stat st;
     apr_status_t rv, tail_rv;
+    int cut;
 
     if (apr_os_file_get(&fd, audit_file) != APR_SUCCESS
         || fstat(fd, &st) != 0 || !cache) {
         return;
     }
     apr_global_mutex_lock(audit_mutex);
-    rv = chain_head(fd, &st, cache, &f, p, &tail_rv);
+    rv = chain_head(fd, &st, cache, &f, &cut, p, &tail_rv);
     apr_global_mutex_unlock(audit_mutex);
     if (rv != APR_SUCCESS) {
         ap_log_error(APLOG_MARK, APLOG_ERR, rv, s, AURA_LOGNO(02003)

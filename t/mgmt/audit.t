@@ -29,10 +29,11 @@ use File::Copy qw(copy);
 use File::Temp qw(tempdir);
 use JSON::PP qw(decode_json);
 use LWP::UserAgent;
+use POSIX ();
 use Aura::Test qw(t_dir aura_module console_token exec_count new_reqid
                   wait_until private_httpd);
 
-plan tests => 37;
+plan tests => 41;
 
 my $dir = tempdir(CLEANUP => 1);
 my $log = "$dir/audit.log";
@@ -124,7 +125,6 @@ for my $c (1 .. $clients) {
             print $out "$id ", $res->code, "\n";
         }
         close $out;
-        require POSIX;
         POSIX::_exit(0);
     }
     push @pids, $pid;
@@ -244,14 +244,13 @@ like($out, qr/line 3 \(seq 4\): expected seq 3: records reordered/,
 system("$httpd -k stop") == 0 or die 'httpd did not stop';
 ok(wait_until(20, sub { !-e "$dir/httpd.pid" }), 'stopped');
 system("$httpd -k start") == 0 or die 'httpd did not start';
-ok(wait_until(20, sub { req('GET', '/v1/projects/proj-a/x', $member)->code
-                            == 200 })
-   && req('POST', '/v1/projects/proj-a/x', $member)->code == 200,
+ok(wait_until(20, sub { req('POST', '/v1/projects/proj-a/x', $member)->code
+                            == 200 }),
    'restarted: a mutation after the restart');
 @recs = records($log);
-is_deeply([ $recs[-1]{seq}, $recs[-1]{prev} ],
-          [ $want + 1, sha256_hex($recs[-2]{line}) ],
-          'it continues the chain of the file');
+is_deeply([ $recs[$want]{seq}, $recs[$want]{prev} ],
+          [ $want + 1, sha256_hex($recs[$want - 1]{line}) ],
+          'its record continues the chain of the file');
 
 # A rotation (logrotate: rename, then a graceful restart): the new file
 # starts with a record whose prev is the old file's last hash.
@@ -272,3 +271,28 @@ is($new[0]{prev}, sha256_hex($old[-1]{line}),
    'its first record carries the rotated file\'s last hash');
 ($rc, $out) = verify("$log.1", $log);
 is($rc, 0, 'the two files verify as one chain') or diag($out);
+
+# A write cut short (a crash in the middle of a line): the next record
+# ends that line, continues from the last complete record, and the
+# error log says so; the verifier points at the broken line.
+@new = records($log);
+open(my $fh, '>>', $log) or die $!;
+print $fh '{"seq":' . ($new[-1]{seq} + 1) . ',"prev":"ab';
+close $fh;
+ok(wait_until(20, sub { req('POST', '/v1/projects/proj-a/x', $member)->code
+                            == 200 }), 'a mutation after the cut');
+open($fh, '<', $log) or die $!;
+my @raw = <$fh>;
+close $fh;
+my $last = decode_json($raw[-1]);
+is_deeply([ $last->{seq}, $last->{prev} ],
+          [ $new[-1]{seq} + 1, sha256_hex($new[-1]{line}) ],
+          'it continues from the last complete record, on its own line');
+open($fh, '<', "$dir/error.log") or die $!;
+my $errors = do { local $/; <$fh> };
+close $fh;
+like($errors, qr/AURA02000: audit log \Q$log\E: its last line is not a complete record/,
+     'the error log says the last line was broken (AURA02000)');
+($rc, $out) = verify($log);
+like($out, qr/^FAIL: \Q$log\E line @{[ scalar(@raw) - 1 ]}: not a record/m,
+     'the verifier points at the broken line');
