@@ -223,7 +223,8 @@ static request_rec *last_of(request_rec *r)
 static const char *problem_of(request_rec *r)
 {
     for (; r; r = r->next) {
-        const char *type = aura_request_problem(r, NULL);
+        const char *detail;
+        const char *type = aura_request_problem(r, &detail);
 
         if (type) {
             return type;

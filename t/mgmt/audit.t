@@ -33,9 +33,9 @@ use POSIX ();
 use Aura::Test qw(t_dir aura_module console_token exec_count new_reqid
                   wait_until private_httpd);
 
-plan tests => 41;
+plan tests => 42;
 
-my $dir = tempdir(CLEANUP => 1);
+my $dir = tempdir(CLEANUP => !$ENV{AURA_TEST_KEEP});
 my $log = "$dir/audit.log";
 my $verify = t_dir() . '/../build/aura-audit-verify';
 my ($port, $httpd) = private_httpd(dir => $dir, children => 2, threads => 4,
@@ -47,6 +47,9 @@ AuraAuditLog $log gw-test-1
 <VirtualHost 127.0.0.1:__PORT__>
     AuraPlane management
     AuraJWTKeyFile $ENV{AURA_TEST_JWT_DIR}/console.jwks
+    # Eight requests at once on eight workers: no cap may refuse one.
+    AuraPlaneMaxInFlight off
+    AuraServiceMaxInFlight off
     CustomLog $dir/access.log "%P %{X-Request-Id}i %m %>s"
     <Location "/v1/projects/">
         AuraService control nats:aura.control
@@ -81,8 +84,16 @@ sub records {
     my ($file) = @_;
     my @r;
     open(my $fh, '<', $file) or return @r;
-    @r = map { chomp; { line => $_, %{ decode_json($_) } } } <$fh>;
+    @r = map { chomp; +{ line => $_, %{ decode_json($_) } } } <$fh>;
     close $fh;
+    return @r;
+}
+# A record is written once the response is sent (log_transaction): the
+# client can be faster.  Wait for the file to hold at least $n records.
+sub records_at_least {
+    my ($file, $n) = @_;
+    my @r;
+    wait_until(20, sub { @r = records($file); @r >= $n });
     return @r;
 }
 sub verify {
@@ -104,7 +115,6 @@ is(req('HEAD', '/v1/projects/proj-a/x', $member)->code, 200, 'HEAD: 200');
 my $anon_id = new_reqid('audit-anon');
 is(req('POST', '/v1/projects/proj-a/x', undef,
        'X-Request-Id' => $anon_id)->code, 401, 'POST without a token: 401');
-is(scalar(records($log)), 0, 'nothing recorded for GET, HEAD and a 401');
 
 # Concurrent mutations from eight processes.
 my $clients = 8;
@@ -154,9 +164,10 @@ is(req('POST', '/v1/projects/proj-a/things', console_token('user-nobody'),
        'X-Request-Id' => $refused_id)->code, 403,
    'POST by a user of no organization: 403');
 
-my @recs = records($log);
 my $want = $clients * $per + 3 + 1;
-is(scalar(@recs), $want, "$want records: one per mutation");
+my @recs = records_at_least($log, $want);
+is(scalar(@recs), $want,
+   "$want records: one per mutation, none for GET, HEAD and the 401");
 my %by_id;
 push @{ $by_id{$_->{request_id}} }, $_ for @recs;
 is(scalar(grep { @{ $by_id{$_} || [] } != 1 } keys %sent), 0,
@@ -244,27 +255,40 @@ like($out, qr/line 3 \(seq 4\): expected seq 3: records reordered/,
 system("$httpd -k stop") == 0 or die 'httpd did not stop';
 ok(wait_until(20, sub { !-e "$dir/httpd.pid" }), 'stopped');
 system("$httpd -k start") == 0 or die 'httpd did not start';
-ok(wait_until(20, sub { req('POST', '/v1/projects/proj-a/x', $member)->code
-                            == 200 }),
+# From here on every mutation the gateway answered is counted: each
+# must have one record (a try before NATS is up is a recorded 503).
+my $made = 0;
+sub mutate {
+    my $res = req('POST', '/v1/projects/proj-a/x', $member);
+    $made++ if $res->header('X-Request-Id');
+    return $res->code;
+}
+sub all_records { return (records("$log.1"), records($log)) }
+ok(wait_until(20, sub { mutate() == 200 }),
    'restarted: a mutation after the restart');
-@recs = records($log);
+@recs = records_at_least($log, $want + 1);
 is_deeply([ $recs[$want]{seq}, $recs[$want]{prev} ],
           [ $want + 1, sha256_hex($recs[$want - 1]{line}) ],
           'its record continues the chain of the file');
 
 # A rotation (logrotate: rename, then a graceful restart): the new file
 # starts with a record whose prev is the old file's last hash.
+ok(wait_until(20, sub { scalar(my @r = records($log)) == $want + $made }),
+   'every mutation so far recorded, before the rotation');
 rename($log, "$log.1") or die "rename: $!";
 system("$httpd -k graceful") == 0 or die 'graceful failed';
-# Each try is a mutation that succeeded: a child of the old generation
-# (told to stop) may still take one, and write it to the old file.
+# A child of the old generation (told to stop) may still take a
+# mutation, and write it to the old file: try until one lands in the
+# new file.
 ok(wait_until(20, sub { -e $log
                         && req('GET', '/v1/projects/proj-a/x', $member)->code
                            == 200
-                        && req('POST', '/v1/projects/proj-a/x', $member)->code
-                           == 200
-                        && scalar(my @r = records($log)) > 0 }),
+                        && mutate() == 200
+                        && wait_until(5, sub {
+                               scalar(my @r = records($log)) > 0 }) }),
    'after the rotation, records go to the new file');
+ok(wait_until(20, sub { scalar(my @r = all_records()) == $want + $made }),
+   'every mutation recorded once across the two files');
 my @old = records("$log.1");
 my @new = records($log);
 is($new[0]{prev}, sha256_hex($old[-1]{line}),
@@ -275,22 +299,28 @@ is($rc, 0, 'the two files verify as one chain') or diag($out);
 # A write cut short (a crash in the middle of a line): the next record
 # ends that line, continues from the last complete record, and the
 # error log says so; the verifier points at the broken line.
-@new = records($log);
 open(my $fh, '>>', $log) or die $!;
 print $fh '{"seq":' . ($new[-1]{seq} + 1) . ',"prev":"ab';
 close $fh;
-ok(wait_until(20, sub { req('POST', '/v1/projects/proj-a/x', $member)->code
-                            == 200 }), 'a mutation after the cut');
-open($fh, '<', $log) or die $!;
-my @raw = <$fh>;
-close $fh;
-my $last = decode_json($raw[-1]);
+ok(wait_until(20, sub { mutate() == 200 }), 'a mutation after the cut');
+my (@raw, $last);
+wait_until(20, sub {
+    open(my $in, '<', $log) or die $!;
+    @raw = <$in>;
+    close $in;
+    $last = eval { decode_json($raw[-1]) };
+    return $last && $raw[-1] =~ /\n\z/;
+});
 is_deeply([ $last->{seq}, $last->{prev} ],
           [ $new[-1]{seq} + 1, sha256_hex($new[-1]{line}) ],
           'it continues from the last complete record, on its own line');
-open($fh, '<', "$dir/error.log") or die $!;
-my $errors = do { local $/; <$fh> };
-close $fh;
+my $errors = '';
+wait_until(20, sub {
+    open(my $in, '<', "$dir/error.log") or die $!;
+    $errors = do { local $/; <$in> };
+    close $in;
+    return $errors =~ /AURA02000/;
+});
 like($errors, qr/AURA02000: audit log \Q$log\E: its last line is not a complete record/,
      'the error log says the last line was broken (AURA02000)');
 ($rc, $out) = verify($log);
