@@ -70,7 +70,7 @@
  */
 
 #define AURA_API_MAJOR 2
-#define AURA_API_MINOR 5
+#define AURA_API_MINOR 6
 
 /* The export trio, as mod_proxy.h, mod_dbd.h and mod_watchdog.h spell it.
  * The modules are built with -fvisibility=hidden: only what carries
@@ -487,6 +487,65 @@ AURA_DECLARE(const char *) aura_upstream_origin(request_rec *r);
  * @return the budget; 0 when aura_upstream_origin(r) is NULL.
  */
 AURA_DECLARE(apr_interval_time_t) aura_upstream_budget(request_rec *r);
+
+/** What an audit record says about an action, besides who, when, from
+ *  where and the request id, which aura_audit_write() takes from the
+ *  request (docs/audit.md).  Fields only grow at the end. */
+typedef struct aura_audit_entry_t {
+    /** "request" for a request sent to a service; an incident control
+     *  names itself (e.g. "breaker.force-open").  Never NULL. */
+    const char *action;
+    /** What the action concerns when the identity does not say it: the
+     *  project or organization a refused request named, a control's
+     *  service or address; NULL none. */
+    const char *target;
+    const char *method;
+    /** The Location that matched; NULL none. */
+    const char *route;
+    /** The AuraService of that Location; NULL none. */
+    const char *service;
+    /** The path as the client sent it, never the query. */
+    const char *path;
+    /** The final HTTP status; 0 none. */
+    int status;
+    /** The problem type the gateway refused with; NULL none. */
+    const char *problem;
+    /** 1 when the plane's authorization let the action through. */
+    int authorized;
+    /** "executed", "refused" or "unknown" (docs/audit.md). */
+    const char *outcome;
+} aura_audit_entry_t;
+
+/**
+ * Fill an audit entry from a finished request: method, route, service,
+ * path, final status (of the last request of an internal redirect
+ * chain), the problem noted, and the outcome that follows from it;
+ * action "request", target NULL, authorized 0 (the plane decides).  Call
+ * from log_transaction.
+ * @param r the request log_transaction was called with
+ * @param e the entry to fill
+ * @return 1 when r is a request to record (initial, taken in by a
+ *         plane, not the 101 of an Upgrade: h2c, whose stream 1 is
+ *         recorded instead); 0 otherwise, e untouched
+ */
+AURA_DECLARE(int) aura_audit_entry_from(request_rec *r,
+                                        aura_audit_entry_t *e);
+
+/**
+ * Append one record to the audit log (AuraAuditLog): the entry, with
+ * the request's verified identity (actor, role, org, project), its
+ * arrival time, client address and request id, chained to the record
+ * before (its SHA-256) under the aura-audit mutex, and synced to disk
+ * before the lock is released.  Exactly one record per call: call it
+ * once per action.
+ * @param r the request that carried the action (its pool is used)
+ * @param e what to record
+ * @return APR_SUCCESS; APR_NOTFOUND when no AuraAuditLog is set;
+ *         another error when the record could not be written (logged
+ *         with the record itself)
+ */
+AURA_DECLARE(apr_status_t) aura_audit_write(request_rec *r,
+                                            const aura_audit_entry_t *e);
 
 /** @} */
 #endif /* AURA_H */

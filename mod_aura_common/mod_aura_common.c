@@ -9,6 +9,7 @@
  * changes nothing for other VirtualHosts.
  */
 #include "core/aura_module.h"
+#include "audit/aura_audit.h"
 #include "auth/aura_jwks.h"
 #include "auth/aura_jwt_conf.h"
 #include "auth/aura_keystore.h"
@@ -63,6 +64,7 @@ static const command_rec aura_cmds[] = {
     AURA_RESILIENCE_DIRECTIVES,
     AURA_METRICS_DIRECTIVES,
     AURA_TRACE_DIRECTIVES,
+    AURA_AUDIT_DIRECTIVES,
     { NULL }
 };
 
@@ -139,7 +141,8 @@ static int aura_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
 {
     (void)plog; (void)ptemp;
     aura_accesslog_pre_config(pconf);
-    return aura_shm_pre_config(pconf) == APR_SUCCESS ? OK : !OK;
+    return aura_shm_pre_config(pconf) == APR_SUCCESS
+           && aura_audit_pre_config(pconf) == APR_SUCCESS ? OK : !OK;
 }
 
 static int aura_post_config(apr_pool_t *pconf, apr_pool_t *plog,
@@ -157,7 +160,8 @@ static int aura_post_config(apr_pool_t *pconf, apr_pool_t *plog,
         || aura_quota_post_config(pconf, s) != APR_SUCCESS
         || aura_breaker_post_config(pconf, s) != APR_SUCCESS
         || aura_cap_post_config(pconf, s) != APR_SUCCESS
-        || aura_connlimit_post_config(pconf, s) != APR_SUCCESS) {
+        || aura_connlimit_post_config(pconf, s) != APR_SUCCESS
+        || aura_audit_post_config(pconf, s) != APR_SUCCESS) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     aura_exporter_post_config(s);
@@ -170,6 +174,7 @@ static int aura_post_config(apr_pool_t *pconf, apr_pool_t *plog,
 static void aura_child_init(apr_pool_t *pchild, server_rec *s)
 {
     aura_shm_child_init(pchild, s);
+    aura_audit_child_init(pchild, s);
     aura_cap_child_init(pchild, s);
     aura_connlimit_child_init(pchild, s);
     aura_reqid_child_init();

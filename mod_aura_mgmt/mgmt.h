@@ -72,5 +72,9 @@ const char *aura_mgmt_role_name(int role);
 
 /* mgmt_console.c */
 int aura_mgmt_auth_console(request_rec *r);
+/* The project or organization r names (AuraScope), NULL when none or
+ * not a valid id: a claim, verified only when the request state has
+ * its org. */
+const char *aura_mgmt_target(request_rec *r);
 
 #endif /* MGMT_H */

@@ -72,6 +72,13 @@ static const char *scope_id(request_rec *r, mgmt_scope_e scope)
     }
 }
 
+const char *aura_mgmt_target(request_rec *r)
+{
+    const char *id = scope_id(r, aura_mgmt_scope(aura_mgmt_dir_conf(r)));
+
+    return id_ok(id) ? id : NULL;
+}
+
 /* forward 0: a console token never leaves the gateway, whatever
  * AuraForwardToken says.  A service that held an owner's token could
  * replay it here (POST .../keys/rotate); it has Aura-Actor, Aura-Role

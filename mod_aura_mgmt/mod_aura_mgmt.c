@@ -29,6 +29,9 @@
  *                      own Require rules still apply after it.
  *   insert_filter      an AuraKeyRotation Location: its 2xx answer
  *                      broadcasts the project's key invalidation
+ *   log_transaction    the audit record of a mutation by a verified
+ *                      console user (AuraAuditLog; docs/audit.md),
+ *                      once the final status is known
  */
 #include "httpd.h"
 #include "http_config.h"
@@ -124,6 +127,43 @@ static void mgmt_insert_filter(request_rec *r)
     }
 }
 
+/* GET, HEAD, OPTIONS and TRACE change nothing; every other method,
+ * extension methods included, may. */
+static int mutates(const request_rec *r)
+{
+    return r->method_number != M_GET && r->method_number != M_OPTIONS
+           && r->method_number != M_TRACE;
+}
+
+/* The audit policy of the plane: every mutating request of a verified
+ * console user, whether the role check let it through (authorized,
+ * then sent unless a later stage refused it) or refused it (403: who
+ * tried what is the forensics an audit log is for).  Not recorded:
+ * requests without a valid console token (401) and those refused
+ * before the token is read (429 per address, 413, 400): no verified
+ * "who", and an anonymous flood must not be able to grow the log; the
+ * access and error logs have them.  log_transaction runs once per
+ * request (with the initial request_rec, never for a subrequest), so
+ * an internal redirect is recorded once, with its final status. */
+static int mgmt_log_transaction(request_rec *r)
+{
+    aura_request_t *rq;
+    aura_audit_entry_t e;
+
+    if (aura_server_plane(r->server) != AURA_PLANE_MGMT || !mutates(r)) {
+        return DECLINED;
+    }
+    rq = aura_request_get(r);
+    if (!rq || !rq->actor || !aura_audit_entry_from(r, &e)) {
+        return DECLINED;
+    }
+    /* The org is set only once the membership lookup granted a role. */
+    e.authorized = rq->org != NULL;
+    e.target = aura_mgmt_target(r);
+    aura_audit_write(r, &e);
+    return DECLINED;
+}
+
 static void mgmt_register_hooks(apr_pool_t *p)
 {
     static const char *const before_proxy[] = {
@@ -142,6 +182,8 @@ static void mgmt_register_hooks(apr_pool_t *p)
     ap_hook_check_access_ex(mgmt_check_access, NULL, NULL, APR_HOOK_FIRST,
                             AP_AUTH_INTERNAL_PER_CONF);
     ap_hook_insert_filter(mgmt_insert_filter, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_log_transaction(mgmt_log_transaction, NULL, NULL,
+                            APR_HOOK_MIDDLE);
 }
 
 module AURA_DECLARE_DATA aura_mgmt_module = {

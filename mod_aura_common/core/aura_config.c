@@ -172,6 +172,8 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     /* Global only: every VirtualHost sees the main server's. */
     c->trace = (struct aura_trace_conf_t *)merge_ptr(base->trace,
                                                      add->trace);
+    c->audit = (struct aura_audit_conf_t *)merge_ptr(base->audit,
+                                                     add->audit);
     return c;
 }
 

@@ -176,6 +176,8 @@ typedef struct {
     /* Tracing (trace/aura_trace_conf.h), global; NULL: no AuraTrace*
      * directive at all. */
     struct aura_trace_conf_t *trace;
+    /* AuraAuditLog (audit/aura_audit.h), global; NULL: no audit log. */
+    struct aura_audit_conf_t *audit;
 } aura_server_conf_t;
 
 /* AuraMaxConnectionsPerAddress auto: a third of MaxRequestWorkers (at

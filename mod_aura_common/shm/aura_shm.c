@@ -151,6 +151,8 @@ struct aura_shm_header_t {
     apr_uint64_t journals;
     apr_uint64_t journal_records;
     apr_uint64_t journal_stride;
+    /* The audit chain's head (aura_audit.c, under its own mutex). */
+    aura_audit_shm_t audit;
 };
 
 _Static_assert(sizeof(apr_uint64_t) == 8 && __atomic_always_lock_free(8, 0),
@@ -179,7 +181,12 @@ static const aura_layout_row_t layout_rows[] = {
     M(aura_shm_header_t, conns_offset), M(aura_shm_header_t, conn_sets),
     M(aura_shm_header_t, journals_offset), M(aura_shm_header_t, journals),
     M(aura_shm_header_t, journal_records),
-    M(aura_shm_header_t, journal_stride),
+    M(aura_shm_header_t, journal_stride), M(aura_shm_header_t, audit),
+    AURA_LAYOUT_STRUCT(aura_audit_shm_t),
+    M(aura_audit_shm_t, known), M(aura_audit_shm_t, seq),
+    M(aura_audit_shm_t, dev), M(aura_audit_shm_t, ino),
+    M(aura_audit_shm_t, size), M(aura_audit_shm_t, hash),
+    M(aura_audit_shm_t, pad),
     AURA_LAYOUT_STRUCT(aura_cap_shm_t),
     M(aura_cap_shm_t, in_flight), M(aura_cap_shm_t, refused),
     M(aura_cap_shm_t, logged), M(aura_cap_shm_t, reclaimed),
@@ -740,6 +747,11 @@ void aura_count_n(aura_counter_e c, apr_uint64_t n)
     if (shm_base && n) {
         apr_atomic_add64(&shm_base->counters[c], n);
     }
+}
+
+aura_audit_shm_t *aura_shm_audit(void)
+{
+    return shm_base ? &shm_base->audit : NULL;
 }
 
 aura_shm_jwks_t *aura_shm_jwks(int slot)

@@ -9,6 +9,7 @@
 
 #include "aura.h"
 #include "apr_global_mutex.h"
+#include "audit/aura_audit_record.h"
 #include "core/aura_config.h"
 #include "core/aura_plane.h"
 #include "limit/aura_conntable.h"
@@ -27,6 +28,8 @@ apr_status_t aura_shm_post_config(apr_pool_t *pconf, apr_pool_t *ptemp,
                                   server_rec *s);
 apr_status_t aura_shm_child_init(apr_pool_t *pchild, server_rec *s);
 aura_shm_header_t *aura_shm(void);
+/* The audit chain's head; NULL before post_config. */
+aura_audit_shm_t *aura_shm_audit(void);
 
 /* Counters summed across children (metrics, /health detail, tests). */
 typedef enum {
