@@ -26,10 +26,10 @@ use Test::More import => ['!plan'];
 use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET);
 use Aura::Test qw(mint json_body new_reqid exec_count problem_ok
-                  error_log_size error_log_since ANON_KEY);
+                  error_log_size error_log_since ANON_KEY raw_connect);
 use Aura::Upstream qw(upstream_stats upstream_log);
 
-plan tests => 8 * 4 + 2 * 3 + 3 + 4 * 6 + 2 + 6 * 4 + 2 * 3 + 3;
+plan tests => 8 * 4 + 2 * 3 + 3 + 4 * 6 + 2 + 6 * 4 + 2 * 3 + 3 + 5 * 2;
 
 my $ANON = ANON_KEY;
 my $SERVICE = 'ak_test_service_0123456789abcdef';
@@ -184,4 +184,44 @@ for my $c ([ 'anon key only as a bearer', $ANON ],
        'a user token without a key: missing-key as ever');
     unlike((json_body($res2) || {})->{detail} // '', qr/looks like/,
            'and no key hint there');
+}
+
+# --- hostile spellings, as raw bytes: never the key's request -------------
+# The key rule reads exactly one well-formed "Authorization: Bearer";
+# any other spelling that carries the key is refused (401, or httpd's
+# 400 for control bytes), and the service never runs.
+my $hp = Apache::TestRequest::hostport(Apache::Test::config());
+sub raw_status {
+    my ($id, @lines) = @_;
+    my $s = raw_connect(PeerAddr => $hp, Timeout => 15) or return 0;
+    print {$s} join("\r\n", "GET /v1/functions/bk HTTP/1.1",
+                    'Host: localhost', "apikey: $ANON",
+                    "X-Request-Id: $id", 'Connection: close', @lines),
+               "\r\n\r\n";
+    my $head = '';
+    while (sysread($s, $head, 4096, length $head)) {
+        last if $head =~ /\r\n\r\n/;
+    }
+    close $s;
+    return ($head =~ m{^HTTP/1\.1 (\d{3})})[0] // 0;
+}
+for my $c (
+    [ 'two Authorization headers, both the key',
+      "Authorization: Bearer $ANON", "Authorization: Bearer $ANON" ],
+    [ 'the key, then a tab and a control byte',
+      "Authorization: Bearer $ANON\t\x01" ],
+    [ 'the key, one more byte and DEL',
+      "Authorization: Bearer ${ANON}x\x7f" ],
+    [ 'an over-long bearer of key characters',
+      'Authorization: Bearer ' . ('a' x 7000) ],
+    [ 'the key twice in one header',
+      "Authorization: Bearer $ANON, Bearer $ANON" ],
+) {
+    my ($name, @lines) = @$c;
+    my $id = new_reqid('bkraw');
+    # httpd itself answers 400 to control bytes in a field value
+    # (HttpProtocolOptions Strict), before any module reads it.
+    my $want = "@lines" =~ /[\x00-\x08\x0a-\x1f\x7f]/ ? 400 : 401;
+    is(raw_status($id, @lines), $want, "$name: $want");
+    is(exec_count($id), 0, "$name: the service never ran");
 }
