@@ -22,6 +22,7 @@
 #include "http/aura_headers.h"
 #include "http/aura_headers_conf.h"
 #include "http/aura_health.h"
+#include "console/aura_console.h"
 #include "http/aura_httpproxy.h"
 #include "http/aura_metrics.h"
 #include "http/aura_problem.h"
@@ -210,6 +211,7 @@ static void aura_register_hooks(apr_pool_t *p)
     ap_hook_handler(aura_natsproxy_handler, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_handler(aura_health_handler, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_handler(aura_metrics_handler, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_handler(aura_console_handler, NULL, NULL, APR_HOOK_MIDDLE);
     /* Before mod_proxy's fixups, which canonicalize the URL the /v1/db
      * router may just have set. */
     ap_hook_fixups(aura_route_fixups, NULL, before_proxy, APR_HOOK_FIRST);

@@ -181,7 +181,7 @@ void *aura_create_dir_conf(apr_pool_t *p, char *dir)
 {
     aura_dir_conf_t *d = apr_pcalloc(p, sizeof(*d));
 
-    (void)dir;
+    d->section = dir;
     d->service = AURA_UNSET;
     d->upstream_kind = AURA_UNSET;
     d->upstream = NULL;
@@ -234,6 +234,7 @@ void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
         d->location = base->location;
         d->location_len = base->location_len;
     }
+    d->section = merge_ptr(base->section, add->section);
     d->timeout = merge_time(base->timeout, add->timeout);
     d->health_detail = merge_int(base->health_detail, add->health_detail);
     d->public_route = merge_int(base->public_route, add->public_route);

@@ -109,6 +109,10 @@ typedef struct {
     int stream_per_actor;             /* AuraStreamMaxPerActor */
     int forward_token;                /* AuraForwardToken, AURA_UNSET (On
                                          with AuraDBRouter On, else Off) */
+    /* The path of the nearest <Location> (or <Directory>) this config
+     * comes from, as written: the operator's console answers the paths
+     * below it (console/aura_console.c).  NULL at server level. */
+    const char *section;
 } aura_dir_conf_t;
 
 
