@@ -105,7 +105,8 @@ static int aura_check_config(apr_pool_t *pconf, apr_pool_t *plog,
 
     (void)plog;
     if (!http_route_modules_ok(pconf) || !aura_accesslog_check(ptemp)
-        || aura_nats_check_config(s) != 0 || !aura_trace_check_config(s)) {
+        || aura_nats_check_config(s) != 0 || !aura_trace_check_config(s)
+        || !aura_audit_check_config(s)) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     for (v = s; v; v = v->next) {

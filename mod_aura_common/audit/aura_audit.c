@@ -24,18 +24,31 @@
  * file continues the chain of the cached head (the previous file's
  * last record): that is how a rotated log stays linked to the one
  * before.  With neither, the chain starts at seq 1 from the genesis.
+ *
+ * AuraAuditSubject: once a record is on disk, the same line is also
+ * published on NATS, so that a collector keeps a copy the host cannot
+ * edit afterwards.  The file stays the record of truth: a line NATS
+ * does not take (no connection, no buffer while reconnecting) is logged
+ * and stays in the file only.  Publishing is nats.c's buffered write,
+ * outside the mutex, never waited for: the request is already answered.
+ * Two children may publish in an order other than the chain's; the
+ * records' seq restores it.
  */
 #include "core/aura_module.h"
 #include "core/aura_config.h"
 #include "core/aura_request.h"
 #include "audit/aura_audit.h"
 #include "shm/aura_shm.h"
+#include "nats/aura_nats.h"
+#include "nats/aura_subject.h"
 
 #include "http_core.h"
 #include "util_mutex.h"
 #include "apr_global_mutex.h"
 #include "apr_portable.h"
 #include "apr_strings.h"
+
+#include <nats/nats.h>
 
 #include <errno.h>
 #include <sys/stat.h>
@@ -56,6 +69,7 @@ static apr_global_mutex_t *audit_mutex;
 static apr_file_t *audit_file;
 static const char *audit_path;
 static const char *audit_instance;
+static const char *audit_subject;
 
 const char *aura_set_audit_log(cmd_parms *cmd, void *d, const char *path,
                                const char *instance)
@@ -78,6 +92,25 @@ const char *aura_set_audit_log(cmd_parms *cmd, void *d, const char *path,
                             "255 characters", cmd->cmd->name);
     }
     c->audit->instance = instance;
+    return NULL;
+}
+
+const char *aura_set_audit_subject(cmd_parms *cmd, void *d,
+                                   const char *subject)
+{
+    aura_server_conf_t *c = aura_cmd_server_conf(cmd);
+    const char *err = aura_global_only(cmd);
+
+    (void)d;
+    if (err) {
+        return err;
+    }
+    if (!aura_subject_literal(subject) || strlen(subject) > 255) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not a literal NATS "
+                            "subject of at most 255 characters (no "
+                            "wildcard)", cmd->cmd->name, subject);
+    }
+    c->audit_subject = subject;
     return NULL;
 }
 
@@ -294,6 +327,24 @@ static void fill_identity(request_rec *r, const aura_audit_entry_t *e,
     f->outcome = e->outcome;
 }
 
+/* The record, as written to the file, on AuraAuditSubject. */
+static void publish(request_rec *r, const char *line, apr_uint64_t seq)
+{
+    natsConnection *nc = aura_nats_conn();
+    natsStatus s = NATS_CONNECTION_CLOSED;
+
+    if (nc && aura_nats_connected()) {
+        s = natsConnection_Publish(nc, audit_subject, line,
+                                   (int)strlen(line));
+    }
+    if (s != NATS_OK) {
+        ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, AURA_LOGNO(02060)
+                      "audit record %" APR_UINT64_T_FMT " not published on "
+                      "%s: %s (it is in the audit log %s)", seq,
+                      audit_subject, natsStatus_GetText(s), audit_path);
+    }
+}
+
 AURA_DECLARE(apr_status_t) aura_audit_write(request_rec *r,
                                             const aura_audit_entry_t *e)
 {
@@ -319,6 +370,9 @@ AURA_DECLARE(apr_status_t) aura_audit_write(request_rec *r,
                       audit_path, f.seq,
                       f.seq > 1 ? "the last record this instance wrote"
                                 : "the genesis");
+    }
+    if (rv == APR_SUCCESS && audit_subject) {
+        publish(r, line, f.seq);
     }
     if (rv != APR_SUCCESS) {
         ap_log_rerror(APLOG_MARK, APLOG_ERR, rv, r, AURA_LOGNO(02001)
@@ -388,6 +442,20 @@ static void log_start(server_rec *s, apr_pool_t *p)
                                          "complete record)" : "");
 }
 
+int aura_audit_check_config(server_rec *s)
+{
+    const aura_server_conf_t *c = aura_server_conf(s);
+
+    if (c->audit_subject && !c->audit) {
+        ap_log_error(APLOG_MARK, APLOG_STARTUP | APLOG_EMERG, 0, NULL,
+                     AURA_LOGNO(02061) "AuraAuditSubject %s needs "
+                     "AuraAuditLog: records are published once they are "
+                     "in its file", c->audit_subject);
+        return 0;
+    }
+    return 1;
+}
+
 apr_status_t aura_audit_post_config(apr_pool_t *pconf, server_rec *s)
 {
     const aura_audit_conf_t *c = aura_server_conf(s)->audit;
@@ -396,6 +464,7 @@ apr_status_t aura_audit_post_config(apr_pool_t *pconf, server_rec *s)
 
     audit_file = NULL;
     audit_path = NULL;
+    audit_subject = aura_server_conf(s)->audit_subject;
     if (!c) {
         return APR_SUCCESS;
     }

@@ -174,6 +174,7 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
                                                      add->trace);
     c->audit = (struct aura_audit_conf_t *)merge_ptr(base->audit,
                                                      add->audit);
+    c->audit_subject = merge_ptr(base->audit_subject, add->audit_subject);
     return c;
 }
 

@@ -182,6 +182,8 @@ typedef struct {
     struct aura_trace_conf_t *trace;
     /* AuraAuditLog (audit/aura_audit.h), global; NULL: no audit log. */
     struct aura_audit_conf_t *audit;
+    /* AuraAuditSubject, global; NULL: records are not published. */
+    const char *audit_subject;
 } aura_server_conf_t;
 
 /* AuraMaxConnectionsPerAddress auto: a third of MaxRequestWorkers (at
