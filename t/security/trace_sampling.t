@@ -20,7 +20,8 @@
 #   the gate opens; nothing is dropped;
 # - behind mod_remoteip (loaded after mod_aura, as a2enmod's order does),
 #   the trusted address is the one mod_remoteip established, not the
-#   proxy's.
+#   proxy's; the main server's list reaches a VirtualHost without one,
+#   and one with its own ("none" too) replaces it.
 use strict;
 use warnings FATAL => 'all';
 
@@ -36,7 +37,7 @@ use Apache::Test qw(-withtestmore);
 use Aura::Test qw(private_httpd wait_until t_dir new_reqid);
 use Aura::OTLP qw(otlp_receiver otlp_received otlp_spans);
 
-plan tests => 19;
+plan tests => 22;
 
 use constant ANON_KEY => 'ak_test_anon_0123456789abcdef';
 my $SUBJECT = 'aura.test.tracesampling';
@@ -81,18 +82,32 @@ sub count_of {
     return 0 + ($out // 0);
 }
 
-# A gateway with the lines given before the VirtualHost, one child.
+# A gateway with the lines given before the VirtualHost, one child; a
+# name-based VirtualHost more for each [ServerName, lines] of @more.
 sub gateway {
-    my ($name, $head) = @_;
+    my ($name, $head, @more) = @_;
     my $dir = "$top/$name";
     mkdir $dir or die;
+    my $vhosts = join('', map { vhost("ServerName $_->[0]\n$_->[1]") }
+                              [ 'localhost', '' ], @more);
     my ($port, $httpd) = private_httpd(dir => $dir, children => 1,
                                        body => <<"CONF");
 AuraNATSServers $ENV{AURA_TEST_NATS_URL}
 AuraDBParams "$ENV{AURA_TEST_PG_CONNINFO}"
 AuraMetricsTokenFile $top/metrics.token
 $head
+$vhosts
+CONF
+    system("$httpd -k start") == 0 or die "httpd $name did not start";
+    push @servers, $httpd;
+    return "http://127.0.0.1:$port";
+}
+
+sub vhost {
+    my ($lines) = @_;
+    return <<"CONF";
 <VirtualHost 127.0.0.1:__PORT__>
+    $lines
     AuraPlane data
     <Location "/metrics">
         SetHandler aura-metrics
@@ -105,9 +120,6 @@ $head
     </Location>
 </VirtualHost>
 CONF
-    system("$httpd -k start") == 0 or die "httpd $name did not start";
-    push @servers, $httpd;
-    return "http://127.0.0.1:$port";
 }
 
 my %ua;
@@ -238,7 +250,7 @@ is(dropped($end), dropped($before), 'dropped_total unchanged');
 
 # --- behind mod_remoteip: its client address is the one trusted ----------
 my $mods = '/usr/lib/apache2/modules';
-my $R = gateway('r', <<"T");
+my $R = gateway('r', <<"T",
 LoadModule remoteip_module $mods/mod_remoteip.so
 RemoteIPHeader X-Forwarded-For
 RemoteIPInternalProxy 127.0.0.1
@@ -246,6 +258,8 @@ AuraTraceEndpoint http://127.0.0.1:$rport
 AuraTraceSampleRatio 0
 AuraTraceTrustParent 127.0.0.3
 T
+                 [ 'only2.test', 'AuraTraceTrustParent 127.0.0.2' ],
+                 [ 'none.test', 'AuraTraceTrustParent none' ]);
 ok(wait_until(20, sub { metric($R, 'aura_trace_spans_queued') >= 0 }),
    'the gateway behind a proxy is up');
 my $tid = '0123456789abcdef0123456789abcdef';
@@ -259,3 +273,20 @@ like($got, qr/^00-$tid-[0-9a-f]{16}-01$/,
                      'X-Forwarded-For' => '127.0.0.2');
 like($got, qr/^00-$tid-[0-9a-f]{16}-00$/,
      'through the proxy for 127.0.0.2: not sampled');
+
+# A VirtualHost's list replaces the main server's, "none" included.
+(undef, $got) = call($R, '127.0.0.1', new_reqid('trace-rip-3'),
+                     "00-$tid-2222222222222222-01", Host => 'only2.test',
+                     'X-Forwarded-For' => '127.0.0.2');
+like($got, qr/^00-$tid-[0-9a-f]{16}-01$/,
+     'a VirtualHost trusting 127.0.0.2: sampled from there');
+(undef, $got) = call($R, '127.0.0.1', new_reqid('trace-rip-4'),
+                     "00-$tid-2222222222222222-01", Host => 'only2.test',
+                     'X-Forwarded-For' => '127.0.0.3');
+like($got, qr/^00-$tid-[0-9a-f]{16}-00$/,
+     'and not from 127.0.0.3, which only the main server trusts');
+(undef, $got) = call($R, '127.0.0.1', new_reqid('trace-rip-5'),
+                     "00-$tid-2222222222222222-01", Host => 'none.test',
+                     'X-Forwarded-For' => '127.0.0.3');
+like($got, qr/^00-$tid-[0-9a-f]{16}-00$/,
+     'a VirtualHost saying none: not sampled from 127.0.0.3');
