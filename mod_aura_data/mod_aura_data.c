@@ -15,7 +15,8 @@
  * Hook order (verified with mod_info's ?hooks view by the test-suite):
  *   check_config       AuraPathParams allow never reaches a management
  *                      VirtualHost
- *   post_read_request  request state and id, first thing, so every
+ *   post_read_request  request state and id, first thing (after only
+ *                      mod_remoteip's client address), so every
  *                      response of the plane carries X-Request-Id; an
  *                      apikey query parameter leaves the URL here
  *                      (mod_aura_common, on every plane); the plane's
@@ -415,11 +416,15 @@ static void data_register_hooks(apr_pool_t *p)
     static const char *const before_proxy[] = {
         "mod_proxy.c", "mod_rewrite.c", NULL
     };
+    static const char *const after_remoteip[] = { "mod_remoteip.c", NULL };
 
     (void)p;
     ap_hook_check_config(data_check_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_post_config(data_post_config, NULL, NULL, APR_HOOK_MIDDLE);
-    ap_hook_post_read_request(data_post_read_request, NULL, NULL,
+    /* After mod_remoteip's, also FIRST (else LoadModule order decides,
+     * and a2enmod's puts aura_* first): AuraTraceTrustParent is checked
+     * against the client address mod_remoteip establishes. */
+    ap_hook_post_read_request(data_post_read_request, after_remoteip, NULL,
                               APR_HOOK_FIRST);
     ap_hook_translate_name(data_translate_name, NULL, before_proxy,
                            APR_HOOK_FIRST);

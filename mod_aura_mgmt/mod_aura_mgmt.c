@@ -12,7 +12,8 @@
  * Hook order (verified with mod_info's ?hooks view by the test-suite):
  *   check_config       a "*" among the management plane's CORS origins
  *                      stops the start (also under apachectl -t)
- *   post_read_request  request state and id, first thing, so every
+ *   post_read_request  request state and id, first thing (after only
+ *                      mod_remoteip's client address), so every
  *                      response of the plane carries X-Request-Id; the
  *                      plane's CORS rule (the allow-list) goes into it
  *   quick_handler      FIRST: a CORS preflight from a listed origin is
@@ -169,12 +170,16 @@ static void mgmt_register_hooks(apr_pool_t *p)
     static const char *const before_proxy[] = {
         "mod_proxy.c", "mod_rewrite.c", NULL
     };
+    static const char *const after_remoteip[] = { "mod_remoteip.c", NULL };
 
     (void)p;
     ap_hook_check_config(aura_mgmt_check_config, NULL, NULL,
                          APR_HOOK_MIDDLE);
     ap_hook_post_config(mgmt_post_config, NULL, NULL, APR_HOOK_MIDDLE);
-    ap_hook_post_read_request(mgmt_post_read_request, NULL, NULL,
+    /* After mod_remoteip's, also FIRST (else LoadModule order decides,
+     * and a2enmod's puts aura_* first): AuraTraceTrustParent is checked
+     * against the client address mod_remoteip establishes. */
+    ap_hook_post_read_request(mgmt_post_read_request, after_remoteip, NULL,
                               APR_HOOK_FIRST);
     ap_hook_translate_name(mgmt_translate_name, NULL, before_proxy,
                            APR_HOOK_FIRST);

@@ -89,6 +89,7 @@ void *aura_create_server_conf(apr_pool_t *p, server_rec *s)
     c->conn_exempt = NULL;
     c->reading_v6_prefix = AURA_UNSET;
     c->h2_preface_timeout = AURA_UNSET;
+    c->trace_trust = NULL;
     return c;
 }
 
@@ -175,6 +176,9 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     c->audit = (struct aura_audit_conf_t *)merge_ptr(base->audit,
                                                      add->audit);
     c->audit_subject = merge_ptr(base->audit_subject, add->audit_subject);
+    /* A VirtualHost's list replaces the main server's, "none" included. */
+    c->trace_trust = (struct aura_trace_trust_t *)merge_ptr(base->trace_trust,
+                                                            add->trace_trust);
     return c;
 }
 

@@ -180,6 +180,9 @@ typedef struct {
     /* Tracing (trace/aura_trace_conf.h), global; NULL: no AuraTrace*
      * directive at all. */
     struct aura_trace_conf_t *trace;
+    /* AuraTraceTrustParent (trace/aura_trace_conf.h), per VirtualHost;
+     * NULL: unset (none trusted). */
+    struct aura_trace_trust_t *trace_trust;
     /* AuraAuditLog (audit/aura_audit.h), global; NULL: no audit log. */
     struct aura_audit_conf_t *audit;
     /* AuraAuditSubject, global; NULL: records are not published. */

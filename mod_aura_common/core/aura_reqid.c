@@ -17,8 +17,16 @@
  * when the request is traced.
  *
  * With tracing on (AuraTraceEndpoint), the sampling decision is made
- * here, once: an inbound traceparent's sampled flag, else
- * AuraTraceSampleRatio on the new trace id; the forwarded flags say it.
+ * here, once: an inbound traceparent's sampled flag when its client is
+ * one AuraTraceTrustParent names; from anyone else (the default) the
+ * flag is ignored and AuraTraceSampleRatio decides on a keyed hash of
+ * the trace id the client chose (aura_trace_sampled()), so that no
+ * client makes its requests traced, nor fills the export queue other
+ * tenants' spans need; a new trace: the ratio on its id.  The forwarded
+ * flags say the decision.  The client's trace id is kept either way:
+ * the trace stays continuous for whoever collects it.  mod_remoteip, when
+ * loaded, has set the client address before this runs (the planes order
+ * their post_read_request after its).
  * A sampled request gets its set of spans and its server span now; an
  * unsampled one costs nothing more than its ids.  With tracing off the
  * flags are forwarded as they came (a new trace: sampled), as before.
@@ -34,6 +42,7 @@
 #include "core/aura_request.h"
 #include "core/aura_siphash.h"
 #include "core/aura_trace.h"
+#include "shm/aura_shm.h"
 #include "trace/aura_span.h"
 #include "trace/aura_trace_conf.h"
 
@@ -83,6 +92,31 @@ static void spans_begin(request_rec *r, aura_request_t *rq,
     aura_trace_hex_id(rnd, 8, id);
     aura_span_start(set, NULL, id, -1, AURA_SPAN_SERVER, r->request_time);
     rq->priv->spans = set;
+}
+
+/* The sampling decision (tracing on); see the file's comment. */
+static int decide(request_rec *r, const aura_trace_conf_t *tc,
+                  const aura_traceparent_t *t, int inbound)
+{
+    aura_parent_e parent = AURA_PARENT_NONE;
+    int sampled;
+
+    if (inbound) {
+        parent = aura_trace_trusts_parent(r->server, r->useragent_addr)
+                 ? AURA_PARENT_TRUSTED : AURA_PARENT_UNTRUSTED;
+    }
+    sampled = aura_trace_sampled(t->trace_id, parent, t->flags,
+                                 (apr_uint32_t)aura_trace_conf_ratio(tc),
+                                 aura_shm_hash_key());
+    if (parent == AURA_PARENT_UNTRUSTED && (t->flags & 0x01u)
+        && APLOGrdebug(r)) {
+        ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(02100)
+                      "traceparent from %s, not trusted by "
+                      "AuraTraceTrustParent: its sampled flag ignored, "
+                      "the ratio says %s", r->useragent_ip,
+                      sampled ? "sampled" : "not sampled");
+    }
+    return sampled;
 }
 
 static int reqid_char(char c)
@@ -146,8 +180,7 @@ void aura_trace_begin(request_rec *r, aura_request_t *rq)
         memcpy(remote, t.parent_id, sizeof(remote));
     }
     if (tc) {
-        sampled = aura_trace_sampled(t.trace_id, inbound, t.flags,
-                                     (apr_uint32_t)aura_trace_conf_ratio(tc));
+        sampled = decide(r, tc, &t, inbound);
         t.flags = (t.flags & ~0x01u) | (sampled ? 0x01u : 0);
     }
     random_bytes(rnd, 8);

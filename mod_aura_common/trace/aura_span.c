@@ -4,6 +4,7 @@
  * at a time: a request's set is written by the worker serving it and
  * read by the same worker at log_transaction, where it is encoded.
  */
+#include "core/aura_siphash.h"
 #include "trace/aura_span.h"
 
 #include <string.h>
@@ -156,19 +157,33 @@ static apr_uint64_t hex64(const char *s)
     return v;
 }
 
-int aura_trace_sampled(const char *trace_id, int inbound, unsigned int flags,
-                       apr_uint32_t ratio_ppm)
+/* Below ratio_ppm / 10^6 of 2^64, in integers: (2^63 / 10^6) * ppm
+ * stays below 2^63; v's top bit is dropped to compare within 63 bits. */
+static int within_ratio(apr_uint64_t v, apr_uint32_t ratio_ppm)
 {
     apr_uint64_t bound;
 
-    if (inbound) {
-        return (flags & 0x01) != 0;
-    }
     if (ratio_ppm >= AURA_SAMPLE_ONE) {
         return 1;
     }
-    /* ratio of 2^63, in integers: (2^63 / 10^6) * ppm stays below 2^63;
-     * the id's top bit is dropped to compare within 63 bits. */
     bound = ((APR_UINT64_C(1) << 63) / AURA_SAMPLE_ONE) * ratio_ppm;
-    return (hex64(trace_id + 16) >> 1) < bound;
+    return (v >> 1) < bound;
+}
+
+int aura_trace_sampled(const char *trace_id, aura_parent_e parent,
+                       unsigned int flags, apr_uint32_t ratio_ppm,
+                       const unsigned char *key)
+{
+    switch (parent) {
+    case AURA_PARENT_TRUSTED:
+        return (flags & 0x01) != 0;
+    case AURA_PARENT_UNTRUSTED:
+        /* Not comparable with other gateways' decisions (each instance
+         * has its own key): a trace that must be sampled end to end
+         * comes through a trusted parent. */
+        return key && within_ratio(aura_siphash24(key, trace_id, 32),
+                                   ratio_ppm);
+    default:
+        return within_ratio(hex64(trace_id + 16), ratio_ppm);
+    }
 }

@@ -5,8 +5,9 @@
  * so recording a span is a few stores and never an allocation; a set
  * that is full records nothing more (counted in .lost).  An unsampled
  * request has no set at all: its cost is the ids of its traceparent.
- * Also the sampler (parent-based, then a ratio on the trace id).  No
- * httpd.h: cmocka links it as it is.
+ * Also the sampler (parent-based for a trusted parent, else a ratio on
+ * the trace id, keyed when the client chose it).  No httpd.h: cmocka
+ * links it as it is.
  */
 #ifndef AURA_SPAN_H
 #define AURA_SPAN_H
@@ -117,18 +118,35 @@ void aura_span_attr_bool(aura_spanset_t *set, int i, const char *key,
 /* The sampling ratio in millionths (AuraTraceSampleRatio). */
 #define AURA_SAMPLE_ONE 1000000
 
+/* Where a request's trace id came from, as the sampler weighs it. */
+typedef enum {
+    AURA_PARENT_NONE = 0,     /* no valid inbound traceparent: the id is
+                                 the gateway's own, random */
+    AURA_PARENT_TRUSTED,      /* from a client AuraTraceTrustParent names:
+                                 its sampled flag decides */
+    AURA_PARENT_UNTRUSTED     /* from anyone else: id kept, flag ignored */
+} aura_parent_e;
+
 /**
- * Whether a request is sampled: a valid inbound traceparent decides by
- * its sampled flag (parent-based); otherwise the ratio, on the trace id
- * (its last 16 hex digits as a number below ratio / 10^6 of 2^64, as
- * OpenTelemetry's TraceIdRatioBased reads the low 8 bytes), so that all
- * gateways with the same ratio agree on a trace.
+ * Whether a request is sampled.
+ * - AURA_PARENT_TRUSTED: by the inbound sampled flag (parent-based);
+ * - AURA_PARENT_NONE: the ratio on the trace id (its last 16 hex digits
+ *   as a number below ratio / 10^6 of 2^64, as OpenTelemetry's
+ *   TraceIdRatioBased reads the low 8 bytes), so that all gateways with
+ *   the same ratio agree on a trace;
+ * - AURA_PARENT_UNTRUSTED: the flag is ignored and the ratio is taken on
+ *   SipHash-2-4 of the id under key instead of the id: the client chose
+ *   the id, and could otherwise choose ids the ratio always samples.
  * @param trace_id 32 lower-case hex
- * @param inbound 1 when the trace came with the request
- * @param flags the inbound trace-flags
+ * @param flags the inbound trace-flags (read for TRUSTED only)
  * @param ratio_ppm 0 to AURA_SAMPLE_ONE
+ * @param key 16 secret bytes (read for UNTRUSTED only; the shared
+ *        segment's, so every child of an instance decides alike);
+ *        NULL: an untrusted parent is never sampled (fail closed)
+ * @return 1 when sampled, else 0
  */
-int aura_trace_sampled(const char *trace_id, int inbound, unsigned int flags,
-                       apr_uint32_t ratio_ppm);
+int aura_trace_sampled(const char *trace_id, aura_parent_e parent,
+                       unsigned int flags, apr_uint32_t ratio_ppm,
+                       const unsigned char *key);
 
 #endif /* AURA_SPAN_H */

@@ -2,7 +2,12 @@
  *
  * aura_trace_conf.c: the AuraTrace* directives (see aura_trace_conf.h).
  * Global only: one exporter thread per child serves every VirtualHost,
- * so there is one collector, one sampling rule and one resource.
+ * so there is one collector, one sampling ratio and one resource.  The
+ * one exception, AuraTraceTrustParent, is per VirtualHost: a public
+ * data plane and an internal management plane trust different clients.
+ * It is not offered per Location: the decision is made in
+ * post_read_request, before any Location is walked, and it is about the
+ * client, not the route.
  * Files named by the TLS directives are checked for reading when the
  * directive is read, so a typo stops the start (apachectl -t too)
  * rather than every export.
@@ -296,4 +301,73 @@ const char *aura_set_trace_timeout(cmd_parms *cmd, void *d, const char *a)
                                            apr_time_from_msec(100),
                                            apr_time_from_sec(120),
                                            &trace_of(cmd)->timeout);
+}
+
+int aura_trace_trusts_parent(const server_rec *s, apr_sockaddr_t *sa)
+{
+    const aura_trace_trust_t *t = aura_server_conf(s)->trace_trust;
+    int i;
+
+    if (!t || t->mode == AURA_TRUST_NONE || !sa) {
+        return 0;
+    }
+    if (t->mode == AURA_TRUST_ANY) {
+        return 1;
+    }
+    for (i = 0; i < t->subnets->nelts; i++) {
+        if (apr_ipsubnet_test(APR_ARRAY_IDX(t->subnets, i, apr_ipsubnet_t *),
+                              sa)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* One word of AuraTraceTrustParent: none, any, an address or a network
+ * (httpd's and mod_remoteip's apr_ipsubnet_create(); an IPv4 network
+ * also matches IPv4-mapped IPv6 clients). */
+const char *aura_set_trace_trust(cmd_parms *cmd, void *d, const char *a)
+{
+    aura_server_conf_t *c = aura_cmd_server_conf(cmd);
+    aura_trust_mode_e mode = AURA_TRUST_LIST;
+    char *ip, *mask;
+    apr_ipsubnet_t *sub;
+
+    (void)d;
+    if (!strcasecmp(a, "none")) {
+        mode = AURA_TRUST_NONE;
+    }
+    else if (!strcasecmp(a, "any")) {
+        mode = AURA_TRUST_ANY;
+    }
+    /* The first word of this scope makes its list: a VirtualHost's
+     * replaces the main server's (aura_merge_server_conf). */
+    if (!c->trace_trust) {
+        c->trace_trust = apr_pcalloc(cmd->pool, sizeof(*c->trace_trust));
+        c->trace_trust->mode = mode;
+    }
+    else if (mode != AURA_TRUST_LIST
+             || c->trace_trust->mode != AURA_TRUST_LIST) {
+        return apr_psprintf(cmd->pool, "%s: 'none' and 'any' stand alone "
+                            "in a scope, without addresses or the other "
+                            "keyword ('%s' follows another word)",
+                            cmd->cmd->name, a);
+    }
+    if (mode != AURA_TRUST_LIST) {
+        return NULL;
+    }
+    ip = apr_pstrdup(cmd->temp_pool, a);
+    if ((mask = strchr(ip, '/'))) {
+        *mask++ = '\0';
+    }
+    if (apr_ipsubnet_create(&sub, ip, mask, cmd->pool) != APR_SUCCESS) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not an IP address or "
+                            "network (a.b.c.d, a.b.c.d/bits, ipv6/bits), "
+                            "none or any", cmd->cmd->name, a);
+    }
+    if (!c->trace_trust->subnets) {
+        c->trace_trust->subnets = apr_array_make(cmd->pool, 4, sizeof(sub));
+    }
+    APR_ARRAY_PUSH(c->trace_trust->subnets, apr_ipsubnet_t *) = sub;
+    return NULL;
 }

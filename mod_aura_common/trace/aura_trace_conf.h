@@ -1,13 +1,16 @@
 /* Licensed under the Apache License, Version 2.0 (see LICENSE).
  *
  * aura_trace_conf.h: the AuraTrace* directives (aura_trace_conf.c), all
- * global (the main server's, one exporter per child), their defaults
- * and getters.  Tracing is on when AuraTraceEndpoint is set.
+ * global (the main server's, one exporter per child) but
+ * AuraTraceTrustParent (per VirtualHost: whose sampling decision a
+ * plane honours), their defaults and getters.  Tracing is on when
+ * AuraTraceEndpoint is set.
  */
 #ifndef AURA_TRACE_CONF_H
 #define AURA_TRACE_CONF_H
 
 #include "aura.h"
+#include "apr_network_io.h"
 #include "apr_tables.h"
 
 #define AURA_TRACE_DEFAULT_SERVICE   "mod_aura"
@@ -34,6 +37,19 @@ typedef struct aura_trace_conf_t {
     const char *batch_at;        /* where AuraTraceBatchSize was set */
 } aura_trace_conf_t;
 
+/* AuraTraceTrustParent of one scope.  "none" and "any" stand alone;
+ * addresses and networks add up over the lines of one scope. */
+typedef enum {
+    AURA_TRUST_NONE = 0,
+    AURA_TRUST_ANY,
+    AURA_TRUST_LIST
+} aura_trust_mode_e;
+
+typedef struct aura_trace_trust_t {
+    aura_trust_mode_e mode;
+    apr_array_header_t *subnets; /* apr_ipsubnet_t *, AURA_TRUST_LIST */
+} aura_trace_trust_t;
+
 /** The tracing configuration of s, NULL when tracing is off. */
 const aura_trace_conf_t *aura_trace_conf(const server_rec *s);
 int aura_trace_conf_ratio(const aura_trace_conf_t *t);
@@ -43,6 +59,13 @@ apr_interval_time_t aura_trace_conf_timeout(const aura_trace_conf_t *t);
 /** The resource attributes with service.name first unless set. */
 const apr_array_header_t *aura_trace_conf_resource(apr_pool_t *p,
                                                    const aura_trace_conf_t *t);
+/**
+ * Whether s (a request's server) honours the sampling decision of an
+ * inbound traceparent from sa (r->useragent_addr: the client as
+ * mod_remoteip established it, else the peer).
+ * @return 1 when AuraTraceTrustParent names it (or says any), else 0
+ */
+int aura_trace_trusts_parent(const server_rec *s, apr_sockaddr_t *sa);
 /** check_config: the directives agree with each other; 0 when not (a
  *  message logged). */
 int aura_trace_check_config(server_rec *s);
@@ -58,6 +81,7 @@ const char *aura_set_trace_ratio(cmd_parms *cmd, void *d, const char *a);
 const char *aura_set_trace_resource(cmd_parms *cmd, void *d, const char *a);
 const char *aura_set_trace_number(cmd_parms *cmd, void *d, const char *a);
 const char *aura_set_trace_timeout(cmd_parms *cmd, void *d, const char *a);
+const char *aura_set_trace_trust(cmd_parms *cmd, void *d, const char *a);
 
 #define AURA_TRACE_DIRECTIVES \
     AP_INIT_TAKE1("AuraTraceEndpoint", aura_set_trace_endpoint, NULL, \
@@ -83,8 +107,9 @@ const char *aura_set_trace_timeout(cmd_parms *cmd, void *d, const char *a);
                  "verified"), \
     AP_INIT_TAKE1("AuraTraceSampleRatio", aura_set_trace_ratio, NULL, \
                   RSRC_CONF, \
-                  "The share (0 to 1) of new traces sampled; a request " \
-                  "with a traceparent follows its sampled flag"), \
+                  "The share (0 to 1) of requests sampled; a " \
+                  "traceparent from a client AuraTraceTrustParent " \
+                  "names follows its sampled flag"), \
     AP_INIT_TAKE1("AuraTraceResource", aura_set_trace_resource, NULL, \
                   RSRC_CONF, \
                   "A resource attribute of the exported spans, " \
@@ -102,6 +127,11 @@ const char *aura_set_trace_timeout(cmd_parms *cmd, void *d, const char *a);
     AP_INIT_TAKE1("AuraTraceExportTimeout", aura_set_trace_timeout, NULL, \
                   RSRC_CONF, \
                   "How long one export request may take, connection " \
-                  "included")
+                  "included"), \
+    AP_INIT_ITERATE("AuraTraceTrustParent", aura_set_trace_trust, NULL, \
+                    RSRC_CONF, \
+                    "Clients (addresses, networks, none or any) whose " \
+                    "traceparent sampled flag is honoured; others are " \
+                    "sampled by the ratio")
 
 #endif /* AURA_TRACE_CONF_H */

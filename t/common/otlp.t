@@ -9,7 +9,9 @@
 #   client's span; the stages and the upstream call its children; the
 #   traceparent the service got names the call's span), timing order,
 #   attributes (a refused request's problem type), an unsampled inbound
-#   trace exports nothing and is forwarded unsampled;
+#   trace exports nothing and is forwarded unsampled (A and B trust
+#   127.0.0.1's traceparent: AuraTraceTrustParent; untrusted clients
+#   are t/security/trace_sampling.t's);
 # - B: ratio 0 and a dead receiver (a closed port): no span without an
 #   inbound sampled trace; with one, every request still succeeds, runs
 #   once, and the failures and dropped spans are counted;
@@ -132,6 +134,7 @@ my ($rport, $rpid) = otlp_receiver($rdir);
 push @receivers, $rpid;
 my ($A) = gateway('a', <<"T");
 AuraTraceEndpoint http://127.0.0.1:$rport/
+AuraTraceTrustParent 127.0.0.1
 AuraTraceHeader X-Test-Auth secret-of-the-collector
 AuraTraceResource deployment.environment.name=test
 AuraTraceBatchSize 64
@@ -294,6 +297,7 @@ is(($client || {})->{attr}{'http.response.status_code'}, '200',
 my $dead = free_port();
 my ($B) = gateway('b', <<"T");
 AuraTraceEndpoint http://127.0.0.1:$dead
+AuraTraceTrustParent 127.0.0.1
 AuraTraceSampleRatio 0
 AuraTraceExportTimeout 2s
 T

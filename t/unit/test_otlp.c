@@ -4,7 +4,8 @@
  * encoding (aura_otlp.c): the ExportTraceServiceRequest a batch makes
  * parses, and holds what the OTLP specification says (hex ids,
  * nanosecond strings, kinds, attributes, status); a full set records
- * nothing more; the parent-based ratio sampler.
+ * nothing more; the sampler: parent-based for a trusted parent, a
+ * ratio on the id otherwise, keyed when the client chose the id.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -229,55 +230,109 @@ static void test_bounds(void **state)
     assert_int_equal(set->spans[1].end, 4);
 }
 
+static const unsigned char KEY[16] = {
+    0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07,
+    0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f
+};
+
 static void test_sampler(void **state)
 {
     static const struct {
         const char *trace;
-        int inbound;
+        aura_parent_e parent;
         unsigned int flags;
         apr_uint32_t ppm;
         int sampled;
     } rows[] = {
-        /* parent-based: the flag decides, whatever the ratio */
-        { TRACE, 1, 0x01, 0, 1 },
-        { TRACE, 1, 0x00, AURA_SAMPLE_ONE, 0 },
-        { TRACE, 1, 0x03, 0, 1 },
+        /* a trusted parent: the flag decides, whatever the ratio */
+        { TRACE, AURA_PARENT_TRUSTED, 0x01, 0, 1 },
+        { TRACE, AURA_PARENT_TRUSTED, 0x00, AURA_SAMPLE_ONE, 0 },
+        { TRACE, AURA_PARENT_TRUSTED, 0x03, 0, 1 },
+        /* an untrusted one (issue #30 follow-up): the flag is ignored,
+         * ratio 0 samples nothing and 1 everything */
+        { TRACE, AURA_PARENT_UNTRUSTED, 0x01, 0, 0 },
+        { TRACE, AURA_PARENT_UNTRUSTED, 0xff, 0, 0 },
+        { TRACE, AURA_PARENT_UNTRUSTED, 0x01, AURA_SAMPLE_ONE, 1 },
+        { TRACE, AURA_PARENT_UNTRUSTED, 0x00, AURA_SAMPLE_ONE, 1 },
+        /* ids the unkeyed ratio samples at 1 ppm: not for an untrusted
+         * client (their keyed hashes fall far outside 1 ppm) */
+        { "ffffffffffffffff0000000000000001", AURA_PARENT_UNTRUSTED, 0x01,
+          1, 0 },
+        { "00000000000000000000000000000001", AURA_PARENT_UNTRUSTED, 0x01,
+          1, 0 },
         /* no parent: the ratio on the low 64 bits of the id */
-        { TRACE, 0, 0, AURA_SAMPLE_ONE, 1 },
-        { TRACE, 0, 0, 0, 0 },
-        { "ffffffffffffffff0000000000000001", 0, 0, 1, 1 },
-        { "0000000000000000fffffffffffffffe", 0, 0, 999999, 0 },
-        { "00000000000000007fffffffffffffff", 0, 0, 500000, 0 },
-        { "00000000000000007fffffff00000000", 0, 0, 500000, 1 },
+        { TRACE, AURA_PARENT_NONE, 0, AURA_SAMPLE_ONE, 1 },
+        { TRACE, AURA_PARENT_NONE, 0, 0, 0 },
+        { "ffffffffffffffff0000000000000001", AURA_PARENT_NONE, 0, 1, 1 },
+        { "00000000000000000000000000000001", AURA_PARENT_NONE, 0, 1, 1 },
+        { "0000000000000000fffffffffffffffe", AURA_PARENT_NONE, 0, 999999,
+          0 },
+        { "00000000000000007fffffffffffffff", AURA_PARENT_NONE, 0, 500000,
+          0 },
+        { "00000000000000007fffffff00000000", AURA_PARENT_NONE, 0, 500000,
+          1 },
     };
     size_t i;
 
     (void)state;
     for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-        if (aura_trace_sampled(rows[i].trace, rows[i].inbound,
-                               rows[i].flags, rows[i].ppm)
+        if (aura_trace_sampled(rows[i].trace, rows[i].parent,
+                               rows[i].flags, rows[i].ppm, KEY)
             != rows[i].sampled) {
             fail_msg("row %zu", i);
         }
     }
+    /* Without the segment's key an untrusted parent is never sampled. */
+    assert_int_equal(aura_trace_sampled(TRACE, AURA_PARENT_UNTRUSTED, 0x01,
+                                        AURA_SAMPLE_ONE, NULL), 0);
+}
+
+/* The ids an attacker would craft, the ones the unkeyed ratio always
+ * samples (low 64 bits near 0): at 1 %, the keyed decision takes about
+ * 1 % of them, not all; and it is not the unkeyed decision, which a
+ * client could compute. */
+static void test_keyed(void **state)
+{
+    char id[33];
+    int i, plain = 0, keyed = 0, differ = 0;
+
+    (void)state;
+    for (i = 0; i < 10000; i++) {
+        int a, b;
+
+        apr_snprintf(id, sizeof(id), "%016x%016x", (unsigned)i * 7919u,
+                     (unsigned)i);
+        a = aura_trace_sampled(id, AURA_PARENT_NONE, 0, 10000, KEY);
+        b = aura_trace_sampled(id, AURA_PARENT_UNTRUSTED, 0x01, 10000, KEY);
+        plain += a;
+        keyed += b;
+        differ += a != b;
+    }
+    assert_int_equal(plain, 10000);
+    assert_in_range(keyed, 50, 200);
+    assert_int_equal(differ, 10000 - keyed);
 }
 
 /* Over many ids the ratio holds (ids of a counter's SipHash are
- * uniform; here a simple LCG stands in). */
+ * uniform; here a simple LCG stands in), for the gateway's own ids and,
+ * keyed, for a client's. */
 static void test_ratio(void **state)
 {
     apr_uint64_t x = 12345;
     char id[33];
-    int i, n = 0;
+    int i, n = 0, u = 0;
 
     (void)state;
     for (i = 0; i < 100000; i++) {
         x = x * 6364136223846793005ULL + 1442695040888963407ULL;
         apr_snprintf(id, sizeof(id), "%016" APR_UINT64_T_HEX_FMT "%016"
                      APR_UINT64_T_HEX_FMT, x, x);
-        n += aura_trace_sampled(id, 0, 0, 250000);
+        n += aura_trace_sampled(id, AURA_PARENT_NONE, 0, 250000, KEY);
+        u += aura_trace_sampled(id, AURA_PARENT_UNTRUSTED, 0x01, 250000,
+                                KEY);
     }
     assert_in_range(n, 24000, 26000);
+    assert_in_range(u, 24000, 26000);
 }
 
 int main(void)
@@ -290,6 +345,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bounds, pool_setup,
                                         pool_teardown),
         cmocka_unit_test(test_sampler),
+        cmocka_unit_test(test_keyed),
         cmocka_unit_test(test_ratio),
     };
 

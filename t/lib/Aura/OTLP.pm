@@ -2,8 +2,10 @@
 #
 # Aura::OTLP: OTLP/HTTP receivers for the tracing tests, each a forked
 # process on a free loopback port, stopped by PID:
-# - otlp_receiver($dir): answers every POST 200 {} and keeps it as
-#   $dir/<n>.req (method, path, content type, body as JSON);
+# - otlp_receiver($dir[, $gate]): answers every POST 200 {} and keeps it
+#   as $dir/<n>.req (method, path, content type, body as JSON); with
+#   $gate, a file name, it keeps each POST at once but answers only once
+#   that file exists;
 # - slow_receiver(): accepts connections and never reads or answers.
 # otlp_received($dir) reads what the first kept; otlp_check($doc)
 # validates one ExportTraceServiceRequest against the OTLP/JSON format
@@ -36,7 +38,7 @@ sub _fork_server {
 }
 
 sub otlp_receiver {
-    my ($dir) = @_;
+    my ($dir, $gate) = @_;
     my $d = HTTP::Daemon->new(LocalAddr => '127.0.0.1', LocalPort => 0,
                               ReuseAddr => 1, Listen => 16)
         or die "receiver: $!";
@@ -54,6 +56,10 @@ sub otlp_receiver {
                 print $fh JSON::PP->new->canonical->encode($rec);
                 close $fh;
                 rename("$dir/$n.tmp", "$dir/$n.req");
+                # Gated: no answer until the test opens the gate, so the
+                # exporter's post stays in progress and its queue fills.
+                select(undef, undef, undef, 0.05)
+                    while defined $gate && !-e $gate;
                 my $res = HTTP::Response->new(200);
                 $res->header('Content-Type' => 'application/json');
                 $res->content('{}');
