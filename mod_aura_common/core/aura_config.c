@@ -174,6 +174,8 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
                                                      add->trace);
     c->audit = (struct aura_audit_conf_t *)merge_ptr(base->audit,
                                                      add->audit);
+    c->control = (struct aura_control_conf_t *)merge_ptr(base->control,
+                                                         add->control);
     return c;
 }
 

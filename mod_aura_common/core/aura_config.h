@@ -182,6 +182,9 @@ typedef struct {
     struct aura_trace_conf_t *trace;
     /* AuraAuditLog (audit/aura_audit.h), global; NULL: no audit log. */
     struct aura_audit_conf_t *audit;
+    /* AuraControlSlots, AuraControlSubject (control/aura_control_conf.h),
+     * global; NULL: neither. */
+    struct aura_control_conf_t *control;
 } aura_server_conf_t;
 
 /* AuraMaxConnectionsPerAddress auto: a third of MaxRequestWorkers (at
