@@ -24,6 +24,7 @@
 #include "console/aura_console.h"
 #include "control/aura_control.h"
 #include "control/aura_control_nats.h"
+#include "limit/aura_limit.h"
 
 #include "http_core.h"
 #include "http_protocol.h"
@@ -235,7 +236,8 @@ static const char *parse_post(apr_pool_t *p, json_t *o, post_t *q)
         return apr_psprintf(p, "\"%s\" is missing or not a string", bad);
     }
     if (!(q->kind = aura_control_kind_of(kind))) {
-        return "unknown kind (maintenance, block, drain, breaker)";
+        return "unknown kind (maintenance, block, drain, breaker, rate, "
+               "quota)";
     }
     if (!(v = json_object_get(o, "ttl")) || parse_ttl(v, &q->ttl)) {
         return "\"ttl\" is required: seconds, or 30s, 10m, 2h, 1d; "
@@ -250,6 +252,30 @@ static const char *parse_post(apr_pool_t *p, json_t *o, post_t *q)
         }
     }
     return NULL;
+}
+
+/* A rate control only lowers a zone of this configuration's. */
+static const char *rate_lowers(request_rec *r, const aura_control_t *c)
+{
+    apr_array_header_t *zones = aura_zones(r->server->process->pconf);
+    apr_uint64_t rate, period;
+    int i;
+
+    aura_control_rate_value(c->value, &rate, &period);
+    for (i = 0; i < zones->nelts; i++) {
+        const aura_zone_t *z = APR_ARRAY_IDX(zones, i, aura_zone_t *);
+
+        if (!strcmp(z->name, c->target)) {
+            return aura_control_rate_below(rate, period, z->rate,
+                                           z->period_s)
+                   ? NULL
+                   : apr_psprintf(r->pool, "a rate control only lowers: "
+                                  "zone %s allows %" APR_UINT64_T_FMT
+                                  "r/%s", z->name, z->rate,
+                                  z->period_s == 1 ? "s" : "m");
+        }
+    }
+    return "the target is no zone of this gateway (AuraRateLimitZone)";
 }
 
 /* The record a valid POST makes, or what is wrong. */
@@ -268,6 +294,9 @@ static const char *make_record(request_rec *r, const post_t *q,
     if ((q->kind == AURA_CONTROL_DRAIN || q->kind == AURA_CONTROL_BREAKER)
         && !service_known(c->target)) {
         return "the target is no service this gateway knows";
+    }
+    if (q->kind == AURA_CONTROL_RATE && (err = rate_lowers(r, c))) {
+        return err;
     }
     if (strlen(r->user) > AURA_CONTROL_BY_MAX) {
         return "the operator's name is longer than 63 bytes";
@@ -494,12 +523,14 @@ static const char page_form[] =
     "<form id=\"add\">\n"
     "<label>Kind <select name=\"kind\">"
     "<option>maintenance</option><option>block</option>"
-    "<option>drain</option><option>breaker</option></select></label>\n"
+    "<option>drain</option><option>breaker</option><option>rate</option>"
+    "<option>quota</option></select></label>\n"
     "<label>Target <input name=\"target\" required "
     "placeholder=\"/v1/storage/ | addr:192.0.2.0/24 | key:&lt;hash prefix&gt; "
-    "| actor:&lt;sub&gt; | service\"></label>\n"
+    "| actor:&lt;sub&gt; | service | zone | plan\"></label>\n"
     "<label>Value <input name=\"value\" "
-    "placeholder=\"Retry-After s | open | closed\"></label>\n"
+    "placeholder=\"Retry-After s | open | closed | 10r/s | 100\">"
+    "</label>\n"
     "<label>For <input name=\"ttl\" required value=\"10m\"></label>\n"
     "<label>Reason <input name=\"reason\" maxlength=\"200\"></label>\n"
     "<button type=\"submit\">Set</button>\n"

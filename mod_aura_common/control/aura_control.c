@@ -29,7 +29,9 @@
  *     looked up: key: blocks (aura_control_key);
  *   after a token is verified: actor: blocks (aura_control_actor);
  *   the breaker of a service: forced open or closed
- *     (aura_control_breaker, read by aura_breaker.c).
+ *     (aura_control_breaker, read by aura_breaker.c);
+ *   a zone's rate and a plan's quota, lowered (aura_control_rate,
+ *     aura_control_quota, read by the limiters).
  * The console's own Location is never refused: the operator must be
  * able to lift what they set.
  */
@@ -582,6 +584,51 @@ int aura_control_breaker(int service, apr_time_t *until)
     }
     pthread_rwlock_unlock(&snap_lock);
     return forced;
+}
+
+/* The value of the control of this kind and target in force, into
+ * value (AURA_CONTROL_VALUE_MAX + 1 bytes): 1 when there is one. */
+static int value_of(int kind, const char *target, char *value)
+{
+    apr_time_t now;
+    apr_uint32_t i, n;
+    int found = 0;
+
+    if (!in_force()) {
+        return 0;
+    }
+    now = apr_time_now();
+    pthread_rwlock_rdlock(&snap_lock);
+    n = apr_atomic_read32(&snap_count);
+    for (i = 0; i < n && !found; i++) {
+        if ((int)snap[i].rec.kind == kind && snap[i].rec.expires > now
+            && !strcmp(snap[i].rec.target, target)) {
+            strcpy(value, snap[i].rec.value);
+            found = 1;
+        }
+    }
+    pthread_rwlock_unlock(&snap_lock);
+    return found;
+}
+
+int aura_control_rate(const char *zone, apr_uint64_t *rate,
+                      apr_uint64_t *period_s)
+{
+    char v[AURA_CONTROL_VALUE_MAX + 1];
+
+    return value_of(AURA_CONTROL_RATE, zone, v)
+           && aura_control_rate_value(v, rate, period_s) == APR_SUCCESS;
+}
+
+int aura_control_quota(const char *plan, apr_int64_t *limit)
+{
+    char v[AURA_CONTROL_VALUE_MAX + 1];
+
+    if (!plan || !value_of(AURA_CONTROL_QUOTA, plan, v)) {
+        return 0;
+    }
+    *limit = (apr_int64_t)apr_atoi64(v);
+    return 1;
 }
 
 void aura_control_register(void)

@@ -60,6 +60,17 @@ void aura_control_log_full(server_rec *s, const aura_control_t *c);
  *  not forced; *until: when the control expires. */
 int aura_control_breaker(int service, apr_time_t *until);
 
+/** A lower rate a control sets for this zone (its value): 1 with the
+ *  rate and period, 0 when none is in force.  The caller applies it
+ *  only when it is below the zone's own. */
+int aura_control_rate(const char *zone, apr_uint64_t *rate,
+                      apr_uint64_t *period_s);
+
+/** A lower quota a control sets for this plan: 1 with *limit (requests
+ *  per the quota's own window), 0 when none is in force.  The caller
+ *  applies it only when it is below the quota it would use. */
+int aura_control_quota(const char *plan, apr_int64_t *limit);
+
 /* aura_control_key() is in aura.h: the data plane calls it. */
 
 /** After a token is verified (rq->actor): 403 blocked when a control

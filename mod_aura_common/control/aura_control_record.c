@@ -20,8 +20,14 @@
 #define SERVICE_MAX  32
 
 static const char *const kind_names[AURA_CONTROL_KINDS] = {
-    NULL, "maintenance", "block", "drain", "breaker"
+    NULL, "maintenance", "block", "drain", "breaker", "rate", "quota"
 };
+
+/* A zone name (AuraRateLimitZone) or a plan name: what the
+ * configuration and the projects table hold. */
+#define NAME_MAX_LEN 64
+#define RATE_MAX     1000000
+#define QUOTA_MAX    1000000000L
 
 const char *aura_control_kind_name(int kind)
 {
@@ -108,6 +114,50 @@ static int number_ok(const char *s, long max, long *out)
     }
     *out = v;
     return 1;
+}
+
+static int name_ok(const char *s)
+{
+    apr_size_t n = strlen(s), i;
+
+    if (n < 1 || n > NAME_MAX_LEN) {
+        return 0;
+    }
+    for (i = 0; i < n; i++) {
+        if (!apr_isalnum(s[i]) && s[i] != '-' && s[i] != '_'
+            && s[i] != '.') {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+apr_status_t aura_control_rate_value(const char *value, apr_uint64_t *rate,
+                                     apr_uint64_t *period_s)
+{
+    apr_size_t n = strlen(value);
+    char num[16];
+    long v;
+
+    if (n < 4 || n >= sizeof(num)
+        || (strcmp(value + n - 3, "r/s") && strcmp(value + n - 3, "r/m"))) {
+        return APR_EINVAL;
+    }
+    memcpy(num, value, n - 3);
+    num[n - 3] = '\0';
+    if (!number_ok(num, RATE_MAX, &v)) {
+        return APR_EINVAL;
+    }
+    *rate = (apr_uint64_t)v;
+    *period_s = value[n - 1] == 's' ? 1 : 60;
+    return APR_SUCCESS;
+}
+
+int aura_control_rate_below(apr_uint64_t a_rate, apr_uint64_t a_period,
+                            apr_uint64_t b_rate, apr_uint64_t b_period)
+{
+    /* a_rate / a_period < b_rate / b_period, in integers. */
+    return a_rate * b_period < b_rate * a_period;
 }
 
 static void clear_host_bits(aura_control_net_t *net)
@@ -293,6 +343,21 @@ static const char *canon_value(int kind, const char *v, char *cv)
             return "a breaker's value is open or closed";
         }
         break;
+    case AURA_CONTROL_RATE: {
+        apr_uint64_t rate, period;
+
+        if (aura_control_rate_value(v, &rate, &period) != APR_SUCCESS) {
+            return "a rate's value is <n>r/s or <n>r/m (n from 1 to "
+                   "1000000)";
+        }
+        break;
+    }
+    case AURA_CONTROL_QUOTA:
+        if (strcmp(v, "0") && !number_ok(v, QUOTA_MAX, &n)) {
+            return "a quota's value is the number of requests per window "
+                   "(0 to 1000000000)";
+        }
+        break;
     default:
         if (*v) {
             return "this kind takes no value";
@@ -300,6 +365,13 @@ static const char *canon_value(int kind, const char *v, char *cv)
     }
     strcpy(cv, v);
     return NULL;
+}
+
+static const char *q_name_error(int kind)
+{
+    return kind == AURA_CONTROL_RATE
+           ? "a rate's target is a zone name (AuraRateLimitZone)"
+           : "a quota's target is a plan name (AuraPlanQuota)";
 }
 
 const char *aura_control_canon(apr_pool_t *p, int kind, const char *target,
@@ -331,6 +403,15 @@ const char *aura_control_canon(apr_pool_t *p, int kind, const char *target,
         break;
     case AURA_CONTROL_BLOCK:
         err = canon_block(p, target, ctarget);
+        break;
+    case AURA_CONTROL_RATE:
+    case AURA_CONTROL_QUOTA:
+        if (!name_ok(target)) {
+            err = q_name_error(kind);
+        }
+        else {
+            strcpy(ctarget, target);
+        }
         break;
     case AURA_CONTROL_DRAIN:
     case AURA_CONTROL_BREAKER:

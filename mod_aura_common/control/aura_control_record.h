@@ -42,6 +42,8 @@ typedef enum {
                                    actor:<sub> */
     AURA_CONTROL_DRAIN,         /* a service name */
     AURA_CONTROL_BREAKER,       /* a service name; value open|closed */
+    AURA_CONTROL_RATE,          /* a rate-limit zone; value <n>r/s|r/m */
+    AURA_CONTROL_QUOTA,         /* a plan; value requests per window */
     AURA_CONTROL_KINDS
 } aura_control_kind_e;
 
@@ -138,6 +140,16 @@ apr_status_t aura_control_net_parse(const char *text,
  *  IPv6 address is its IPv4 address) lies in net. */
 int aura_control_net_match(const aura_control_net_t *net, int family,
                            const unsigned char *addr);
+
+/** A rate control's value, "<n>r/s" or "<n>r/m" (n 1-1000000):
+ *  APR_SUCCESS with the rate and its period (1 or 60 s), or APR_EINVAL. */
+apr_status_t aura_control_rate_value(const char *value, apr_uint64_t *rate,
+                                     apr_uint64_t *period_s);
+
+/** Whether rate/period a is below rate/period b (fewer requests per
+ *  second), exactly. */
+int aura_control_rate_below(apr_uint64_t a_rate, apr_uint64_t a_period,
+                            apr_uint64_t b_rate, apr_uint64_t b_period);
 
 /** 1 when path is prefix or below it: "/v1/storage" matches
  *  "/v1/storage" and "/v1/storage/x", never "/v1/storagex". */

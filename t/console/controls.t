@@ -34,7 +34,7 @@ use MIME::Base64 qw(encode_base64);
 use Aura::Test qw(problem_ok new_reqid exec_count wait_until natsreq mint
                   error_log_size error_log_since json_body ANON_KEY);
 
-plan tests => 131;
+plan tests => 142;
 
 my $cfg = Apache::Test::config();
 my $data = "http://127.0.0.1:$cfg->{vhosts}{aura_data}{port}";
@@ -235,6 +235,46 @@ is(data_get('/v1/functions/x')->code, 401,
    'forced open: the key is still checked first');
 lift($br->{id});
 is(data_get('/v1/functions/x', keyed())->code, 200, 'breaker back');
+
+# --- rate: a zone's rate lowered, then given back ----------------------------
+my $limits = "http://127.0.0.1:$cfg->{vhosts}{aura_limits}{port}";
+is(ctl(POST => '', { kind => 'rate', target => 'tight', value => '100r/s',
+                     ttl => 60 })->code, 400, 'rate: never raised (400)');
+is(ctl(POST => '', { kind => 'rate', target => 'nosuch', value => '1r/s',
+                     ttl => 60 })->code, 400, 'rate: an unknown zone (400)');
+my $rt = set_control(kind => 'rate', target => 'tight', value => '1r/m',
+                     ttl => '5m');
+my @r = map { req(GET => "$limits/v1/limit/tight/x") } 1 .. 3;
+my @refused = grep { $_->code == 429 } @r;
+cmp_ok(scalar @refused, '>=', 2, 'rate 1r/m: the second request is refused');
+my $rra = @refused ? $refused[0]->header('Retry-After') // 0 : 0;
+ok($rra > 10, "rate 1r/m: Retry-After of the lower rate ($rra s)");
+is((json_body($refused[0] || $r[0]) || {})->{type}, '/problems/ip-rate-limit',
+   'rate: ip-rate-limit');
+lift($rt->{id});
+@codes = map { req(GET => "$limits/v1/limit/tight/x")->code } 1 .. 5;
+is_deeply(\@codes, [(404) x 5],
+          'lifted: the zone\'s own rate at once (its count untouched)');
+
+# --- quota: a plan's quota lowered -----------------------------------------
+sub policy { ($_[0]->header('RateLimit-Policy') // '') =~ /q=(\d+)/ ? $1 : '' }
+my $qt = set_control(kind => 'quota', target => 'pro', value => '2',
+                     ttl => '5m');
+@r = map { req(GET => "$limits/v1/limit/quota/x", undef, apikey => ANON_KEY) }
+     1 .. 4;
+is(policy($r[0]), 2, 'quota: the lower quota is the policy');
+my @q = grep { $_->code == 429 } @r;
+cmp_ok(scalar @q, '>=', 2, 'quota: at most 2 admitted');
+is((json_body($q[0] || $r[0]) || {})->{type}, '/problems/actor-quota',
+   'quota: actor-quota');
+lift($qt->{id});
+is(policy(req(GET => "$limits/v1/limit/quota/x", undef, apikey => ANON_KEY)),
+   8, 'lifted: the plan\'s own quota');
+$qt = set_control(kind => 'quota', target => 'pro', value => '1000',
+                  ttl => '5m');
+is(policy(req(GET => "$limits/v1/limit/quota/x", undef, apikey => ANON_KEY)),
+   8, 'quota: a higher value never raises it');
+lift($qt->{id});
 
 # --- the gate ----------------------------------------------------------------
 my $n = scalar @{ list() };

@@ -56,6 +56,18 @@ static const canon_case_t canon_cases[] = {
     { "breaker", "functions", "open", "functions", "open" },
     { "breaker", "functions", "closed", "functions", "closed" },
     { "breaker", "functions", "half", NULL, NULL },
+    { "rate", "default", "10r/s", "default", "10r/s" },
+    { "rate", "tight", "1r/m", "tight", "1r/m" },
+    { "rate", "tight", "0r/s", NULL, NULL },
+    { "rate", "tight", "10r/h", NULL, NULL },
+    { "rate", "tight", "10", NULL, NULL },
+    { "rate", "tight", "1000001r/s", NULL, NULL },
+    { "rate", "no zone", "1r/s", NULL, NULL },
+    { "quota", "pro", "100", "pro", "100" },
+    { "quota", "pro", "0", "pro", "0" },
+    { "quota", "pro", "-1", NULL, NULL },
+    { "quota", "pro", "", NULL, NULL },
+    { "quota", "pro/x", "5", NULL, NULL },
     { "nonsense", "x", "", NULL, NULL },
 };
 
@@ -303,6 +315,27 @@ static void test_path(void **state)
                      0);
 }
 
+static void test_rate(void **state)
+{
+    apr_uint64_t rate, period;
+
+    (void)state;
+    assert_int_equal(aura_control_rate_value("10r/s", &rate, &period),
+                     APR_SUCCESS);
+    assert_int_equal(rate, 10);
+    assert_int_equal(period, 1);
+    assert_int_equal(aura_control_rate_value("30r/m", &rate, &period),
+                     APR_SUCCESS);
+    assert_int_equal(period, 60);
+    assert_int_equal(aura_control_rate_value("r/m", &rate, &period),
+                     APR_EINVAL);
+    /* 30 r/m is below 1 r/s; 60 r/m is not; 59 r/m is. */
+    assert_int_equal(aura_control_rate_below(30, 60, 1, 1), 1);
+    assert_int_equal(aura_control_rate_below(60, 60, 1, 1), 0);
+    assert_int_equal(aura_control_rate_below(59, 60, 1, 1), 1);
+    assert_int_equal(aura_control_rate_below(2, 1, 100, 60), 0);
+}
+
 static void test_id(void **state)
 {
     char a[AURA_CONTROL_ID_HEX + 1], b[AURA_CONTROL_ID_HEX + 1];
@@ -318,7 +351,8 @@ static void test_id(void **state)
     assert_null(aura_control_kind_name(AURA_CONTROL_KINDS));
     assert_int_equal(aura_control_kind_of("maintenance"),
                      AURA_CONTROL_MAINTENANCE);
-    assert_int_equal(aura_control_kind_of("rate"), AURA_CONTROL_FREE);
+    assert_int_equal(aura_control_kind_of("rate"), AURA_CONTROL_RATE);
+    assert_int_equal(aura_control_kind_of("bogus"), AURA_CONTROL_FREE);
 }
 
 int main(void)
@@ -337,6 +371,7 @@ int main(void)
                                         pool_teardown),
         cmocka_unit_test(test_net),
         cmocka_unit_test(test_path),
+        cmocka_unit_test(test_rate),
         cmocka_unit_test(test_id),
     };
     int rc;
