@@ -34,7 +34,7 @@ use MIME::Base64 qw(encode_base64);
 use Aura::Test qw(problem_ok new_reqid exec_count wait_until natsreq mint
                   error_log_size error_log_since json_body ANON_KEY);
 
-plan tests => 142;
+plan tests => 148;
 
 my $cfg = Apache::Test::config();
 my $data = "http://127.0.0.1:$cfg->{vhosts}{aura_data}{port}";
@@ -275,6 +275,25 @@ $qt = set_control(kind => 'quota', target => 'pro', value => '1000',
 is(policy(req(GET => "$limits/v1/limit/quota/x", undef, apikey => ANON_KEY)),
    8, 'quota: a higher value never raises it');
 lift($qt->{id});
+
+# --- breaker forced closed --------------------------------------------------
+# The notifications breaker (threshold 3) opened by the service's 503s;
+# held closed, every request reaches the service, failing ones too
+# (open or half-open, at most one probe would).
+req(GET => "$limits/v1/brk/fail/x", undef, 'X-Example-Status' => 503)
+    for 1 .. 3;
+problem_ok(req(GET => "$limits/v1/brk/fail/x"), 503, 'breaker-open',
+           'the notifications breaker opened');
+my $bc = set_control(kind => 'breaker', target => 'notifications',
+                     value => 'closed', ttl => '5m');
+my @ids = map { new_reqid('closed') } 1 .. 5;
+@codes = map { req(GET => "$limits/v1/brk/fail/x", undef,
+                   'X-Request-Id' => $_, 'X-Example-Status' => 503)->code }
+         @ids;
+is_deeply([map { exec_count($_) } @ids], [(1) x 5],
+          'forced closed: each request reached the service');
+is_deeply(\@codes, [(503) x 5], 'forced closed: the service\'s own 503s');
+lift($bc->{id});
 
 # --- the gate ----------------------------------------------------------------
 my $n = scalar @{ list() };
