@@ -34,7 +34,7 @@ use MIME::Base64 qw(encode_base64);
 use Aura::Test qw(problem_ok new_reqid exec_count wait_until natsreq mint
                   error_log_size error_log_since json_body ANON_KEY);
 
-plan tests => 148;
+plan tests => 149;
 
 my $cfg = Apache::Test::config();
 my $data = "http://127.0.0.1:$cfg->{vhosts}{aura_data}{port}";
@@ -238,13 +238,13 @@ is(data_get('/v1/functions/x', keyed())->code, 200, 'breaker back');
 
 # --- rate: a zone's rate lowered, then given back ----------------------------
 my $limits = "http://127.0.0.1:$cfg->{vhosts}{aura_limits}{port}";
-is(ctl(POST => '', { kind => 'rate', target => 'tight', value => '100r/s',
+is(ctl(POST => '', { kind => 'rate', target => 'controls', value => '100r/s',
                      ttl => 60 })->code, 400, 'rate: never raised (400)');
 is(ctl(POST => '', { kind => 'rate', target => 'nosuch', value => '1r/s',
                      ttl => 60 })->code, 400, 'rate: an unknown zone (400)');
-my $rt = set_control(kind => 'rate', target => 'tight', value => '1r/m',
+my $rt = set_control(kind => 'rate', target => 'controls', value => '1r/m',
                      ttl => '5m');
-my @r = map { req(GET => "$limits/v1/limit/tight/x") } 1 .. 3;
+my @r = map { req(GET => "$limits/v1/limit/ctlrate/x") } 1 .. 3;
 my @refused = grep { $_->code == 429 } @r;
 cmp_ok(scalar @refused, '>=', 2, 'rate 1r/m: the second request is refused');
 my $rra = @refused ? $refused[0]->header('Retry-After') // 0 : 0;
@@ -252,7 +252,7 @@ ok($rra > 10, "rate 1r/m: Retry-After of the lower rate ($rra s)");
 is((json_body($refused[0] || $r[0]) || {})->{type}, '/problems/ip-rate-limit',
    'rate: ip-rate-limit');
 lift($rt->{id});
-@codes = map { req(GET => "$limits/v1/limit/tight/x")->code } 1 .. 5;
+@codes = map { req(GET => "$limits/v1/limit/ctlrate/x")->code } 1 .. 5;
 is_deeply(\@codes, [(404) x 5],
           'lifted: the zone\'s own rate at once (its count untouched)');
 
@@ -260,7 +260,7 @@ is_deeply(\@codes, [(404) x 5],
 sub policy { ($_[0]->header('RateLimit-Policy') // '') =~ /q=(\d+)/ ? $1 : '' }
 my $qt = set_control(kind => 'quota', target => 'pro', value => '2',
                      ttl => '5m');
-@r = map { req(GET => "$limits/v1/limit/quota/x", undef, apikey => ANON_KEY) }
+@r = map { req(GET => "$limits/v1/limit/ctlquota/x", undef, apikey => ANON_KEY) }
      1 .. 4;
 is(policy($r[0]), 2, 'quota: the lower quota is the policy');
 my @q = grep { $_->code == 429 } @r;
@@ -268,11 +268,11 @@ cmp_ok(scalar @q, '>=', 2, 'quota: at most 2 admitted');
 is((json_body($q[0] || $r[0]) || {})->{type}, '/problems/actor-quota',
    'quota: actor-quota');
 lift($qt->{id});
-is(policy(req(GET => "$limits/v1/limit/quota/x", undef, apikey => ANON_KEY)),
+is(policy(req(GET => "$limits/v1/limit/ctlquota/x", undef, apikey => ANON_KEY)),
    8, 'lifted: the plan\'s own quota');
 $qt = set_control(kind => 'quota', target => 'pro', value => '1000',
                   ttl => '5m');
-is(policy(req(GET => "$limits/v1/limit/quota/x", undef, apikey => ANON_KEY)),
+is(policy(req(GET => "$limits/v1/limit/ctlquota/x", undef, apikey => ANON_KEY)),
    8, 'quota: a higher value never raises it');
 lift($qt->{id});
 
@@ -294,6 +294,9 @@ is_deeply([map { exec_count($_) } @ids], [(1) x 5],
           'forced closed: each request reached the service');
 is_deeply(\@codes, [(503) x 5], 'forced closed: the service\'s own 503s');
 lift($bc->{id});
+# Left closed for the tests after this one: a probe after the cooldown.
+ok(wait_until(15, sub { req(GET => "$limits/v1/brk/fail/x")->code == 200 }),
+   'the breaker closes again after the lift');
 
 # --- the gate ----------------------------------------------------------------
 my $n = scalar @{ list() };
