@@ -55,6 +55,8 @@
  *                    aura_token_policy_t.forward: whether a verified
  *                    token may go on to the service (0, the console's:
  *                    never); aura_route_forward_token (AuraForwardToken).
+ *   2026-12-06  2.7  aura_control_key: the incident controls' key block
+ *                    (the data plane's key door asks it).
  */
 #ifndef AURA_H
 #define AURA_H
@@ -70,7 +72,7 @@
  */
 
 #define AURA_API_MAJOR 2
-#define AURA_API_MINOR 6
+#define AURA_API_MINOR 7
 
 /* The export trio, as mod_proxy.h, mod_dbd.h and mod_watchdog.h spell it.
  * The modules are built with -fvisibility=hidden: only what carries
@@ -546,6 +548,17 @@ AURA_DECLARE(int) aura_audit_entry_from(request_rec *r,
  */
 AURA_DECLARE(apr_status_t) aura_audit_write(request_rec *r,
                                             const aura_audit_entry_t *e);
+
+/**
+ * The incident controls' block of an API key (docs/console.md): call it
+ * once the key is parsed, before it is looked up, so that a blocked key
+ * costs no key store query.  The key is named as the logs name it,
+ * key:<hash prefix>; it is hashed only while some control is in force.
+ * @param r the request
+ * @param key the key as presented
+ * @return OK, or HTTP_FORBIDDEN with the problem "blocked" noted
+ */
+AURA_DECLARE(int) aura_control_key(request_rec *r, const char *key);
 
 /** @} */
 #endif /* AURA_H */

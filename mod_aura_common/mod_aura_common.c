@@ -10,6 +10,9 @@
  */
 #include "core/aura_module.h"
 #include "audit/aura_audit.h"
+#include "control/aura_control.h"
+#include "control/aura_control_conf.h"
+#include "control/aura_control_nats.h"
 #include "auth/aura_jwks.h"
 #include "auth/aura_jwt_conf.h"
 #include "auth/aura_keystore.h"
@@ -66,6 +69,7 @@ static const command_rec aura_cmds[] = {
     AURA_METRICS_DIRECTIVES,
     AURA_TRACE_DIRECTIVES,
     AURA_AUDIT_DIRECTIVES,
+    AURA_CONTROL_DIRECTIVES,
     { NULL }
 };
 
@@ -144,7 +148,8 @@ static int aura_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
     (void)plog; (void)ptemp;
     aura_accesslog_pre_config(pconf);
     return aura_shm_pre_config(pconf) == APR_SUCCESS
-           && aura_audit_pre_config(pconf) == APR_SUCCESS ? OK : !OK;
+           && aura_audit_pre_config(pconf) == APR_SUCCESS
+           && aura_control_pre_config(pconf) == APR_SUCCESS ? OK : !OK;
 }
 
 static int aura_post_config(apr_pool_t *pconf, apr_pool_t *plog,
@@ -163,7 +168,8 @@ static int aura_post_config(apr_pool_t *pconf, apr_pool_t *plog,
         || aura_breaker_post_config(pconf, s) != APR_SUCCESS
         || aura_cap_post_config(pconf, s) != APR_SUCCESS
         || aura_connlimit_post_config(pconf, s) != APR_SUCCESS
-        || aura_audit_post_config(pconf, s) != APR_SUCCESS) {
+        || aura_audit_post_config(pconf, s) != APR_SUCCESS
+        || aura_control_post_config(pconf, s) != APR_SUCCESS) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     aura_exporter_post_config(s);
@@ -177,6 +183,8 @@ static void aura_child_init(apr_pool_t *pchild, server_rec *s)
 {
     aura_shm_child_init(pchild, s);
     aura_audit_child_init(pchild, s);
+    /* Before NATS: the fleet's controls merge into the child's copy. */
+    aura_control_child_init(pchild, s);
     aura_cap_child_init(pchild, s);
     aura_connlimit_child_init(pchild, s);
     aura_reqid_child_init();
@@ -235,6 +243,9 @@ static void aura_register_hooks(apr_pool_t *p)
     aura_h2c_register();
     /* The reply inboxes live on the child's NATS connection. */
     aura_inbox_register();
+    /* The incident controls: the early check, and the fleet on NATS. */
+    aura_control_register();
+    aura_control_nats_register();
     aura_keystore_register();
     aura_http_register();
     aura_connlimit_register();

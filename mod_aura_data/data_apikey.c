@@ -270,6 +270,12 @@ int data_auth_apikey(request_rec *r, int allow_query)
         return refuse(r, HTTP_UNAUTHORIZED, "invalid-key",
                       "the API key is not valid");
     }
+    /* An incident control may block this key: decided before the
+     * lookup, so a blocked key costs no key store query. */
+    rc = aura_control_key(r, key);
+    if (rc != OK) {
+        return rc;
+    }
     rv = aura_key_lookup(r, key, &id);
     if (rv == APR_NOTFOUND) {
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, AURA_LOGNO(00041)

@@ -24,6 +24,7 @@
 #include "core/aura_module.h"
 #include "auth/aura_identity.h"
 #include "auth/aura_jwks.h"
+#include "control/aura_control.h"
 #include "auth/aura_jwt.h"
 #include "auth/aura_jwt_conf.h"
 #include "core/aura_config.h"
@@ -548,6 +549,11 @@ AURA_DECLARE(int) aura_auth_bearer(request_rec *r,
 {
     int span = aura_tracing_stage(r, "aura.token.verify");
     int rc = auth_bearer(r, policy);
+
+    /* A verified subject an incident control blocks (actor:<sub>). */
+    if (rc == OK) {
+        rc = aura_control_actor(r);
+    }
 
     if (rc == DECLINED) {
         aura_tracing_discard(r, span);

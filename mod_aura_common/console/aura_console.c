@@ -29,6 +29,10 @@ typedef struct {
 static const console_part_t parts[] = {
     { "",            0, index_page },
     { "/api/whoami", 0, whoami },
+    { "/api/controls", 1, aura_console_controls_api },
+    { "/controls", 0, aura_console_controls_page },
+    { "/assets/controls.js", 0, aura_console_controls_js },
+    { "/assets/controls.css", 0, aura_console_controls_css },
 };
 
 const char *aura_console_base(request_rec *r)

@@ -47,4 +47,11 @@ void aura_console_headers(request_rec *r);
 /* Write a JSON document as the answer (status r->status). */
 int aura_console_json(request_rec *r, struct json_t *doc);
 
+/* aura_console_controls.c: the incident controls' API, page and
+ * assets (docs/console.md, "Incident controls"). */
+int aura_console_controls_api(request_rec *r, const char *rest);
+int aura_console_controls_page(request_rec *r, const char *rest);
+int aura_console_controls_js(request_rec *r, const char *rest);
+int aura_console_controls_css(request_rec *r, const char *rest);
+
 #endif /* AURA_CONSOLE_H */

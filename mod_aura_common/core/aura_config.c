@@ -179,6 +179,8 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     /* A VirtualHost's list replaces the main server's, "none" included. */
     c->trace_trust = (struct aura_trace_trust_t *)merge_ptr(base->trace_trust,
                                                             add->trace_trust);
+    c->control = (struct aura_control_conf_t *)merge_ptr(base->control,
+                                                         add->control);
     return c;
 }
 

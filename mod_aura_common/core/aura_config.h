@@ -187,6 +187,9 @@ typedef struct {
     struct aura_audit_conf_t *audit;
     /* AuraAuditSubject, global; NULL: records are not published. */
     const char *audit_subject;
+    /* AuraControlSlots, AuraControlSubject (control/aura_control_conf.h),
+     * global; NULL: neither. */
+    struct aura_control_conf_t *control;
 } aura_server_conf_t;
 
 /* AuraMaxConnectionsPerAddress auto: a third of MaxRequestWorkers (at

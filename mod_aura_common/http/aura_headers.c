@@ -113,9 +113,18 @@ static const char *security_value(request_rec *r, apr_size_t i)
  * includeSubDomains would pin every host of the domain to HTTPS. */
 static void set_security(request_rec *r)
 {
+    /* The operator console sets its own Content-Security-Policy
+     * (aura_console_headers(): script-src 'self' for its page's own
+     * script files, frame-ancestors 'none'); the plane's default,
+     * default-src 'none', would stop its page's script. */
+    int console = r->handler && !strcmp(r->handler, "aura-console");
     apr_size_t i;
 
     for (i = 0; i <= HSTS_INDEX; i++) {
+        if (console
+            && !strcasecmp(security_name(i), "Content-Security-Policy")) {
+            continue;
+        }
         set_header(r, security_name(i), security_value(r, i));
     }
 }

@@ -35,6 +35,7 @@
  */
 #include "core/aura_clock.h"
 #include "core/aura_module.h"
+#include "control/aura_control.h"
 #include "core/aura_config.h"
 #include "limit/aura_limit.h"
 #include "limit/aura_limit_conf.h"
@@ -423,12 +424,22 @@ static int limit_actor(request_rec *r, const char *id)
 {
     aura_request_t *rq = aura_request_get(r);
     const aura_quota_t *q;
+    aura_quota_t lowered;
     aura_quota_result_t res;
+    apr_int64_t low;
 
     /* The id is the plane's: what one actor is (a key or a user within
      * its project, a console user) is its policy, not this limiter's. */
     if (!rq || !id || !(q = pick_quota(aura_dir_conf(r), rq->plan))) {
         return OK;
+    }
+    /* An incident control may lower the plan's quota for a while: the
+     * same window (the same count in Redis), a smaller limit; never a
+     * larger one. */
+    if (aura_control_quota(rq->plan, &low) && low < q->limit) {
+        lowered = *q;
+        lowered.limit = low;
+        q = &lowered;
     }
     /* Identity is bounded where it enters (AURA_SUB_MAX, AURA_ID_MAX),
      * far below a limiter key; should a longer one ever get here, it is

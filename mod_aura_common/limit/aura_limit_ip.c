@@ -21,6 +21,7 @@
  */
 #include "core/aura_clock.h"
 #include "core/aura_module.h"
+#include "control/aura_control.h"
 #include "core/aura_config.h"
 #include "limit/aura_addr.h"
 #include "limit/aura_connlimit.h"
@@ -146,6 +147,53 @@ AURA_DECLARE(const char *) aura_client_prefix(request_rec *r)
                            buf));
 }
 
+static int refuse_ip(request_rec *r, const aura_zone_t *z,
+                     aura_shm_table_t *t, const aura_gcra_result_t *res)
+{
+    aura_count(AURA_CTR_IP_REJECTED);
+    apr_atomic_inc64(&t->rejected);
+    ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(00081)
+                  "zone %s: %s over its rate", z->name, r->useragent_ip);
+    /* GCRA as a quota: the burst, refilled over burst/rate seconds. */
+    aura_limit_header(r, "RateLimit-Policy", "ip", 'q', z->burst, 'w',
+                      aura_ceil_div(z->gcra.tolerance, NS_PER_S));
+    return aura_limit_refuse(r, "ip-rate-limit", "ip",
+                  aura_ceil_div(res->retry_after, NS_PER_S),
+                  "too many requests from this address");
+}
+
+/* An incident control may lower the zone's rate for a while (never
+ * raise it).  It is counted under a key of its own, with the zone's
+ * burst scaled to the lower rate: the zone's own count is left as it is, so
+ * that when the control ends the address has what it would have had
+ * (counted in the zone's count, a lower rate pushes the address's TAT
+ * minutes ahead, and the lift would not give the rate back).  0 when
+ * the lower rate refuses (res set). */
+static int lowered_ok(request_rec *r, const aura_zone_t *z,
+                      aura_limiter_slot_t *slots, apr_uint64_t sets,
+                      const unsigned char *addr, apr_size_t n,
+                      aura_gcra_result_t *res)
+{
+    apr_uint64_t rate, period, burst;
+    aura_gcra_t low;
+
+    (void)r;
+    if (!aura_control_rate(z->name, &rate, &period)
+        || !aura_control_rate_below(rate, period, z->rate, z->period_s)) {
+        return 1;
+    }
+    /* The burst shrinks with the rate: the same seconds' worth. */
+    burst = z->burst * rate * z->period_s / (z->rate * period);
+    if (aura_gcra_init(&low, rate, period, burst ? burst : 1)
+        != APR_SUCCESS) {
+        return 1;
+    }
+    return aura_limiter_take(slots, sets,
+                             aura_limiter_key("ip-control", z->name, addr, n),
+                             &low, aura_clock_ns(), res)
+           != AURA_LIMIT_REFUSED;
+}
+
 static int limit_ip(request_rec *r)
 {
     const aura_dir_conf_t *d = aura_dir_conf(r);
@@ -163,6 +211,9 @@ static int limit_ip(request_rec *r)
         return OK;
     }
     n = aura_address_bytes(r->useragent_addr, prefix, addr);
+    if (!lowered_ok(r, z, slots, sets, addr, n, &res)) {
+        return refuse_ip(r, z, t, &res);
+    }
     key = aura_limiter_key("ip", z->name, addr, n);
     switch (aura_limiter_take(slots, sets, key, &z->gcra, aura_clock_ns(),
                               &res)) {
@@ -174,17 +225,9 @@ static int limit_ip(request_rec *r)
     default:
         break;
     }
-    aura_count(AURA_CTR_IP_REJECTED);
-    apr_atomic_inc64(&t->rejected);
-    ap_log_rerror(APLOG_MARK, APLOG_DEBUG, 0, r, AURA_LOGNO(00081)
-                  "zone %s: %s over its rate", z->name, r->useragent_ip);
-    /* GCRA as a quota: the burst, refilled over burst/rate seconds. */
-    aura_limit_header(r, "RateLimit-Policy", "ip", 'q', z->burst, 'w',
-                      aura_ceil_div(z->gcra.tolerance, NS_PER_S));
-    return aura_limit_refuse(r, "ip-rate-limit", "ip",
-                  aura_ceil_div(res.retry_after, NS_PER_S),
-                  "too many requests from this address");
+    return refuse_ip(r, z, t, &res);
 }
+
 
 
 /* The stage as the server span's child "aura.limit.address". */

@@ -524,7 +524,7 @@ static void inbox_user_init(natsConnection *nc, server_rec *s)
 }
 
 static const aura_nats_user_t inbox_user = {
-    inbox_user_init, inbox_child_exit
+    inbox_user_init, inbox_child_exit, NULL
 };
 
 void aura_inbox_register(void)

@@ -67,9 +67,12 @@ static natsSubscription *invalidation_sub;
 static const char *invalidation_subject;
 static server_rec *child_server;
 /* Set from register_hooks, before any child exists. */
-#define MAX_USERS 4
+#define MAX_USERS 6
 static const aura_nats_user_t *users[MAX_USERS];
 static int user_count;
+/* 1 once every user's child_init ran: from then on, (re)connections are
+ * told to them (set in child_init, read on nats.c threads). */
+static volatile apr_uint32_t users_ready;
 static aura_nats_invalidation_fn *invalidation_fn;
 /* Set by the child pool cleanup before the connection is destroyed, so
  * the disconnect that destroying causes is not reported as an outage. */
@@ -163,6 +166,17 @@ static void release_all(void)
     pthread_mutex_unlock(&release_lock);
 }
 
+static void tell_connected(natsConnection *nc)
+{
+    int i;
+
+    for (i = 0; i < user_count; i++) {
+        if (users[i]->connected) {
+            users[i]->connected(nc);
+        }
+    }
+}
+
 static void on_connected(natsConnection *nc, void *closure)
 {
     char url[256];
@@ -177,6 +191,9 @@ static void on_connected(natsConnection *nc, void *closure)
     ap_log_error(APLOG_MARK, APLOG_INFO, 0, child_server, AURA_LOGNO(00010)
                  "NATS connected to %s (pid %" APR_PID_T_FMT ")", url,
                  getpid());
+    if (apr_atomic_read32(&users_ready)) {
+        tell_connected(nc);
+    }
 }
 
 static void on_reconnected(natsConnection *nc, void *closure)
@@ -467,6 +484,12 @@ void aura_nats_child_init(apr_pool_t *pchild, server_rec *s)
     }
     for (i = 0; i < user_count; i++) {
         users[i]->child_init(child_nc, s);
+    }
+    /* A connection made before this (at once, or by nats.c's retry in
+     * the meantime) is told now; one made later, by on_connected(). */
+    apr_atomic_set32(&users_ready, 1);
+    if (aura_nats_connected()) {
+        tell_connected(child_nc);
     }
     /* Every child of every instance listens: a rotation anywhere drops
      * the project's cached keys here.  nats.c keeps the subscription

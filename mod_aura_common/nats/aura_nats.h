@@ -14,10 +14,13 @@ void aura_nats_child_init(apr_pool_t *pchild, server_rec *s);
 /* What lives on the child's connection (the reply inboxes): told, in the
  * order added, once the connection exists (connected or retrying) and
  * when the child exits.  Add from register_hooks; child_exit may be
- * NULL. */
+ * NULL.  connected (may be NULL, last member): told each time the
+ * connection is made or made again, after every child_init, on a nats.c
+ * thread or the child's: it may publish, never wait for a reply. */
 typedef struct aura_nats_user_t {
     void (*child_init)(struct __natsConnection *nc, server_rec *s);
     void (*child_exit)(void);
+    void (*connected)(struct __natsConnection *nc);
 } aura_nats_user_t;
 void aura_nats_add_user(const aura_nats_user_t *user);
 /* Who drops a project's cached keys when a rotation anywhere is

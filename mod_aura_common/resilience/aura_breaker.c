@@ -35,6 +35,7 @@
 #include "core/aura_module.h"
 #include "core/aura_watchdog.h"
 #include "core/aura_config.h"
+#include "control/aura_control.h"
 #include "limit/aura_limit.h"
 #include "resilience/aura_breaker.h"
 #include "resilience/aura_breaker_fsm.h"
@@ -245,15 +246,44 @@ static int enter(request_rec *r, volatile apr_uint64_t *word,
     return OK;
 }
 
+/* A breaker an incident control forces open: refused as if open, until
+ * the control expires or is lifted.  (Forced closed: the caller goes
+ * on without a ticket, so the breaker neither refuses nor learns.) */
+static int forced_open(request_rec *r, int service, apr_time_t until)
+{
+    apr_time_t left = until - apr_time_now();
+
+    aura_count(AURA_CTR_BREAKER_REJECTED);
+    apr_table_setn(r->err_headers_out, "Retry-After",
+                   apr_psprintf(r->pool, "%" APR_TIME_T_FMT,
+                                left > 0 ? (left + APR_USEC_PER_SEC - 1)
+                                           / APR_USEC_PER_SEC : 1));
+    aura_problem_note(r, "breaker-open",
+                      apr_psprintf(r->pool, "%s is held open by an "
+                                   "incident control; the gateway does "
+                                   "not call it for now",
+                                   service_what[service]));
+    return HTTP_SERVICE_UNAVAILABLE;
+}
+
 static int enter_service(request_rec *r, int service,
                          aura_breaker_hold_t **out)
 {
     volatile apr_uint64_t *word;
+    apr_time_t until = 0;
 
     *out = NULL;
     if (service < 0 || service >= AURA_SVC_COUNT
         || !(word = service_word(service))) {
         return OK;
+    }
+    switch (aura_control_breaker(service, &until)) {
+    case 1:
+        return forced_open(r, service, until);
+    case 0:
+        return OK;
+    default:
+        break;
     }
     return enter(r, word, service_holders(service), &confs[service],
                  service_what[service], out);

@@ -26,6 +26,7 @@
 #include "limit/aura_limit.h"
 #include "limit/aura_limit_conf.h"
 #include "limit/aura_quota_share.h"
+#include "control/aura_control_conf.h"
 #include "resilience/aura_breaker_fsm.h"
 #include "resilience/aura_resilience_conf.h"
 #include "shm/aura_layout.h"
@@ -102,6 +103,9 @@
  *   | aura_stream_rec_t [recs]    |  one record per open stream
  *   |                             |  (aura_streamtab.h): ServerLimit
  *   |                             |  x ThreadLimit, at least 64
+ *   +-----------------------------+ control.offset
+ *   | aura_control_t [slots]      |  the incident controls
+ *   |                             |  (AuraControlSlots)
  *   +-----------------------------+ size
  *
  * A zone's table is its own: a flood of addresses that fills it puts
@@ -153,6 +157,8 @@ struct aura_shm_header_t {
     apr_uint64_t journal_stride;
     /* The audit chain's head (aura_audit.c, under its own mutex). */
     aura_audit_shm_t audit;
+    /* The incident controls (aura_control.c, under aura-control). */
+    aura_control_shm_t control;
 };
 
 _Static_assert(sizeof(apr_uint64_t) == 8 && __atomic_always_lock_free(8, 0),
@@ -182,6 +188,17 @@ static const aura_layout_row_t layout_rows[] = {
     M(aura_shm_header_t, journals_offset), M(aura_shm_header_t, journals),
     M(aura_shm_header_t, journal_records),
     M(aura_shm_header_t, journal_stride), M(aura_shm_header_t, audit),
+    M(aura_shm_header_t, control),
+    AURA_LAYOUT_STRUCT(aura_control_shm_t),
+    M(aura_control_shm_t, generation), M(aura_control_shm_t, offset),
+    M(aura_control_shm_t, slots), M(aura_control_shm_t, full_logged),
+    M(aura_control_shm_t, instance), M(aura_control_shm_t, pad),
+    AURA_LAYOUT_STRUCT(aura_control_t),
+    M(aura_control_t, kind), M(aura_control_t, lifted),
+    M(aura_control_t, updated), M(aura_control_t, expires),
+    M(aura_control_t, id), M(aura_control_t, target),
+    M(aura_control_t, value), M(aura_control_t, by),
+    M(aura_control_t, reason),
     AURA_LAYOUT_STRUCT(aura_audit_shm_t),
     M(aura_audit_shm_t, known), M(aura_audit_shm_t, seq),
     M(aura_audit_shm_t, dev), M(aura_audit_shm_t, ino),
@@ -308,6 +325,8 @@ typedef struct {
     apr_uint64_t journal_stride;
     apr_uint64_t recs_offset;
     apr_uint64_t recs;
+    apr_uint64_t control_offset;
+    apr_uint64_t control_slots;
     apr_uint64_t size;
     apr_uint64_t layout;
     apr_uint64_t fingerprint;
@@ -429,6 +448,7 @@ static const char *size_tables(apr_pool_t *pconf, apr_pool_t *p,
                                                         : entries);
     }
     /* A power of two: the slot is the hash's low bits. */
+    g->control_slots = (apr_uint64_t)aura_conf_control_slots(c);
     for (g->targets = 16;
          g->targets < (apr_uint64_t)aura_conf_target_entries(c);
          g->targets <<= 1) {
@@ -490,6 +510,10 @@ static const char *place_tables(apr_pool_t *p, geometry_t *g)
     if (!grow(&off, g->recs * sizeof(aura_stream_rec_t))) {
         return "the records of the open streams do not fit";
     }
+    g->control_offset = off;
+    if (!grow(&off, g->control_slots * sizeof(aura_control_t))) {
+        return "the table of incident controls does not fit";
+    }
     g->size = off;
     return NULL;
 }
@@ -526,6 +550,8 @@ static apr_uint64_t fingerprint_of(geometry_t *g)
     h = aura_layout_mix(h, g->journal_stride);
     h = aura_layout_mix(h, g->recs);
     h = aura_layout_mix(h, g->recs_offset);
+    h = aura_layout_mix(h, g->control_slots);
+    h = aura_layout_mix(h, g->control_offset);
     return aura_layout_mix(h, g->size);
 }
 
@@ -754,6 +780,17 @@ aura_audit_shm_t *aura_shm_audit(void)
     return shm_base ? &shm_base->audit : NULL;
 }
 
+aura_control_shm_t *aura_shm_control(aura_control_t **slots,
+                                     apr_uint64_t *n)
+{
+    if (!shm_base) {
+        return NULL;
+    }
+    *slots = (aura_control_t *)((char *)shm_base + shm_base->control.offset);
+    *n = shm_base->control.slots;
+    return &shm_base->control;
+}
+
 aura_shm_jwks_t *aura_shm_jwks(int slot)
 {
     if (!shm_base || slot < 0 || slot >= AURA_JWKS_SLOTS) {
@@ -819,6 +856,12 @@ static const char *check_directory(const aura_shm_header_t *h,
         || h->cap.recs * sizeof(aura_stream_rec_t)
            > h->size - h->cap.recs_offset) {
         return "the records of the open streams lie outside the segment";
+    }
+    if (h->control.offset % 64 || h->control.offset > h->size
+        || h->control.slots > AURA_CONTROL_SLOTS_MAX
+        || h->control.slots * sizeof(aura_control_t)
+           > h->size - h->control.offset) {
+        return "the table of incident controls lies outside the segment";
     }
     d = (const aura_shm_table_t *)((const char *)h + h->tables_offset);
     end = h->tables_offset + h->tables * sizeof(*d);
@@ -975,6 +1018,11 @@ static const char *rebuild_reason(aura_shm_header_t *h, const geometry_t *g,
             APR_UINT64_T_FMT " -> %" APR_UINT64_T_FMT, h->cap.procs,
             g->procs);
     }
+    if (h->control.slots != g->control_slots) {
+        APR_ARRAY_PUSH(why, char *) = apr_psprintf(
+            p, "AuraControlSlots: %" APR_UINT64_T_FMT " -> %"
+            APR_UINT64_T_FMT, h->control.slots, g->control_slots);
+    }
     if (!why->nelts) {
         return "the geometry changed";
     }
@@ -1021,6 +1069,8 @@ static apr_status_t build_segment(aura_shm_retained_t *ret,
     h->journals = g->journals;
     h->journal_records = g->journal_records;
     h->journal_stride = g->journal_stride;
+    h->control.offset = g->control_offset;
+    h->control.slots = g->control_slots;
     for (i = 0; i < g->ntables; i++) {
         aura_shm_table_t *t = directory(h) + i;
 

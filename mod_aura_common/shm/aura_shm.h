@@ -10,6 +10,7 @@
 #include "aura.h"
 #include "apr_global_mutex.h"
 #include "audit/aura_audit_record.h"
+#include "control/aura_control_record.h"
 #include "core/aura_config.h"
 #include "core/aura_plane.h"
 #include "limit/aura_conntable.h"
@@ -247,5 +248,21 @@ aura_cap_shm_t *aura_shm_cap(aura_cap_proc_t **procs, apr_uint64_t *n);
 /* aura_shm.c: the records of the open streams (aura_streamtab.h), *n
  * of them; NULL without a segment. */
 aura_stream_rec_t *aura_shm_streams(apr_uint64_t *n);
+
+/* ---- incident controls (control/aura_control.c) ---------------------
+ * The table of controls (aura_control_record.h), AuraControlSlots
+ * records; written under the aura-control mutex only, read by each
+ * child when the generation moved. */
+typedef struct {
+    volatile apr_uint64_t generation;  /* +1 by every change */
+    apr_uint64_t offset;               /* of the records */
+    apr_uint64_t slots;                /* their number */
+    volatile apr_uint64_t full_logged; /* second of the last "full" line */
+    char instance[33];                 /* this instance's id on NATS */
+    char pad[7];
+} aura_control_shm_t;
+/* aura_shm.c: the table and its records (*n); NULL without a segment. */
+aura_control_shm_t *aura_shm_control(aura_control_t **slots,
+                                     apr_uint64_t *n);
 
 #endif /* AURA_SHM_H */

@@ -57,7 +57,7 @@ sub at_order {
 }
 sub first_in { at_order($_[0], $_[1], 0, $_[2]) }
 
-plan tests => 1 + 2 + 2 + 3 + 3 + 2 + 3;
+plan tests => 1 + 2 + 2 + 3 + 3 + 2 + 3 + 2;
 
 is($res->code, 200, 'mod_info answers') or diag($html);
 
@@ -78,6 +78,10 @@ before('Check Access', 'mod_aura_data.c', 'mod_authz_core.c',
 before('Check Access', 'mod_aura_mgmt.c', 'mod_authz_core.c',
        'access_checker_ex: management too');
 first_in('Check Access', 'mod_aura_data.c', 'access_checker_ex: FIRST');
+before('Check Access', 'mod_aura_common.c', 'mod_aura_data.c',
+       'access_checker_ex: the incident controls before the data plane');
+before('Check Access', 'mod_aura_common.c', 'mod_aura_mgmt.c',
+       'access_checker_ex: and before the management plane');
 before('Fixups', 'mod_aura_common.c', 'mod_proxy.c',
        'fixups: identity, breaker and the db router before mod_proxy');
 first_in('Fixups', 'mod_aura_common.c', 'fixups: FIRST');
