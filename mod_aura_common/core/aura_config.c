@@ -174,6 +174,8 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
                                                      add->trace);
     c->audit = (struct aura_audit_conf_t *)merge_ptr(base->audit,
                                                      add->audit);
+    c->fleet = (struct aura_fleet_conf_t *)merge_ptr(base->fleet,
+                                                     add->fleet);
     return c;
 }
 

@@ -182,6 +182,9 @@ typedef struct {
     struct aura_trace_conf_t *trace;
     /* AuraAuditLog (audit/aura_audit.h), global; NULL: no audit log. */
     struct aura_audit_conf_t *audit;
+    /* The fleet view (fleet/aura_fleet_conf.h), global; NULL: no fleet
+     * directive at all. */
+    struct aura_fleet_conf_t *fleet;
 } aura_server_conf_t;
 
 /* AuraMaxConnectionsPerAddress auto: a third of MaxRequestWorkers (at
