@@ -278,7 +278,7 @@ char *aura_fleet_encode(json_t *doc, apr_size_t max, apr_size_t *len)
     }
 
     for (;;) {
-        text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+        text = json_dumps(doc, JSON_COMPACT);
         if (!text) {
             return NULL;
         }
