@@ -266,6 +266,46 @@ void aura_fleet_sweep(apr_time_t now, apr_interval_time_t gone_after)
     apr_global_mutex_unlock(fleet_mutex);
 }
 
+/* The bytes the used slots hold, a NUL each.  Under the mutex. */
+static apr_size_t used_bytes(const aura_fleet_shm_t *f, void *block)
+{
+    const aura_fleet_slot_t *sl = slots(block);
+    apr_size_t n = 0;
+    apr_uint64_t i;
+
+    for (i = 0; i < f->slots; i++) {
+        n += sl[i].used ? (apr_size_t)sl[i].len + 1 : 0;
+    }
+    return n;
+}
+
+/* A buffer for the used slots' bytes, returned with the mutex held
+ * (NULL: the lock failed).  Allocated outside the lock, from a first
+ * look at what the slots hold, so that a read costs what the fleet
+ * holds rather than AuraFleetMaxInstances x 16 KiB; if they grew in
+ * between, again; the third time, the most they can hold. */
+static char *locked_buffer(apr_pool_t *p, const aura_fleet_shm_t *f,
+                           void *block)
+{
+    apr_size_t size = 0, need;
+    char *buf = NULL;
+    int attempt;
+
+    for (attempt = 0; ; attempt++) {
+        if (apr_global_mutex_lock(fleet_mutex) != APR_SUCCESS) {
+            return NULL;
+        }
+        need = used_bytes(f, block);
+        if (buf && need <= size) {
+            return buf;
+        }
+        apr_global_mutex_unlock(fleet_mutex);
+        size = attempt < 2 ? need : (apr_size_t)f->slots
+                                    * (AURA_FLEET_SNAPSHOT_MAX + 1);
+        buf = apr_palloc(p, size ? size : 1);
+    }
+}
+
 static int by_name(const void *a, const void *b)
 {
     return strcmp(((const aura_fleet_view_t *)a)->digest.instance,
@@ -282,7 +322,6 @@ apr_status_t aura_fleet_read(apr_pool_t *p, apr_time_t now,
     aura_fleet_slot_t *sl;
     apr_uint64_t i, first;
     void *block;
-
     char *buf;
 
     f = aura_shm_fleet(&block);
@@ -293,11 +332,10 @@ apr_status_t aura_fleet_read(apr_pool_t *p, apr_time_t now,
     if (!f || !fleet_mutex) {
         return APR_ENOTIMPL;
     }
-    /* Allocated before the lock (nothing is allocated under it): the
-     * arrays have room for every slot and event already, and the bytes
-     * go into one buffer of slots x 16 KiB, a console read's price. */
-    buf = apr_palloc(p, (apr_size_t)f->slots * (AURA_FLEET_SNAPSHOT_MAX + 1));
-    if (apr_global_mutex_lock(fleet_mutex) != APR_SUCCESS) {
+    /* Nothing is allocated under the lock: the arrays have room for
+     * every slot and event already, the bytes go into buf. */
+    buf = locked_buffer(p, f, block);
+    if (!buf) {
         return APR_EGENERAL;
     }
     sl = slots(block);
@@ -313,9 +351,10 @@ apr_status_t aura_fleet_read(apr_pool_t *p, apr_time_t now,
         v->last_seen = sl[i].last_seen;
         v->state = liveness(&sl[i], now, gone_after);
         v->len = (apr_size_t)sl[i].len;
-        v->bytes = buf + i * (AURA_FLEET_SNAPSHOT_MAX + 1);
+        v->bytes = buf;
         memcpy(v->bytes, sl[i].bytes, v->len);
         v->bytes[v->len] = '\0';
+        buf += v->len + 1;
     }
     /* Newest first. */
     first = f->events > AURA_FLEET_EVENTS ? f->events - AURA_FLEET_EVENTS
