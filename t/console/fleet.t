@@ -33,7 +33,7 @@ use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET);
 use Aura::Test qw(private_httpd wait_until free_ports);
 
-plan tests => 6 + 11 + 12 + 7 + 3 + 4;
+plan tests => 6 + 11 + 3 + 12 + 7 + 3 + 4;
 
 my $ANON = 'ak_test_anon_0123456789abcdef';
 my $ops = 'Basic ' . encode_base64('ops:ops-secret', '');
@@ -184,6 +184,25 @@ like($page,
      "t-main's page: t-priv-1's card has storage open");
 like($page, qr{<dt>Generation</dt><dd>\d+ \(seq \d+\)</dd>},
      "the page's numbers are numbers");
+
+# ---- a graceful restart of t-priv-1: one publisher, its sequence goes on --
+my $before_g = instance(fleet($main), 't-priv-1');
+system("$httpd1 -k graceful") == 0 or die 'graceful t-priv-1';
+ok(wait_until(30, sub {
+       my $i = instance(fleet($main), 't-priv-1');
+       (($i->{snapshot} || {})->{generation} // 0)
+           > (($before_g->{snapshot} || {})->{generation} // 0)
+       && ($i->{state} // '') eq 'live' }),
+   "t-priv-1's next generation publishes, live");
+my $after_g = instance(fleet($main), 't-priv-1');
+ok($after_g->{epoch} eq $before_g->{epoch}
+   && $after_g->{seq} > $before_g->{seq},
+   "same epoch, its sequence goes on ($before_g->{seq} -> "
+   . "$after_g->{seq}): the shared segment kept it");
+ok(!grep({ $_->{instance} eq 't-priv-1' && $_->{kind} eq 'restarted' }
+         @{ fleet($main)->{events} || [] })
+   && $after_g->{breakers}{storage} eq 'open',
+   'no "restarted" change, and the open breaker is still open');
 
 # ---- forged snapshots ------------------------------------------------------
 # Straight to NATS, as anyone on an unsecured bus could.
