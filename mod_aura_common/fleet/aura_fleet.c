@@ -90,14 +90,75 @@ apr_interval_time_t aura_fleet_gone_after(void)
     return fleet_gone ? fleet_gone : AURA_FLEET_DEFAULT_GONE;
 }
 
+/* The rate-limit tables' fill ("used" and "limited" of each table)
+ * needs a walk of every slot of every table, a few ms for the default
+ * sizes: the publisher walks at most every FILL_EVERY and carries the
+ * last walk's figures in the snapshots between, with "fill_at" saying
+ * when they were taken.  Per child, touched by the mod_watchdog thread
+ * of the singleton only (a new singleton, after a graceful restart or
+ * in another child, starts with a walk). */
+#define FILL_EVERY apr_time_from_sec(10)
+static json_t *last_fill;
+static apr_time_t last_fill_at;
+
+static void fill_one(json_t *to, json_t *from)
+{
+    static const char *const keys[] = { "used", "limited" };
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        json_t *v = json_object_get(from, keys[i]);
+
+        if (json_is_integer(v) && json_is_object(to)) {
+            json_object_set_new(to, keys[i],
+                                json_integer(json_integer_value(v)));
+        }
+    }
+}
+
+/* After a walk: keep its figures (the actor table as ""); else: put the
+ * kept ones into shm's tables. */
+static void fill_tables(json_t *shm, int walked, apr_time_t now)
+{
+    json_t *zones = json_object_get(shm, "zones"), *v;
+    const char *k;
+
+    if (walked) {
+        json_decref(last_fill);
+        last_fill = json_object();
+        json_object_foreach(zones, k, v) {
+            json_t *keep = json_object();
+
+            fill_one(keep, v);
+            json_object_set_new(last_fill, k, keep);
+        }
+        v = json_object();
+        fill_one(v, json_object_get(shm, "actor_table"));
+        json_object_set_new(last_fill, "", v);
+        last_fill_at = now;
+    }
+    else if (last_fill) {
+        json_object_foreach(zones, k, v) {
+            fill_one(v, json_object_get(last_fill, k));
+        }
+        fill_one(json_object_get(shm, "actor_table"),
+                 json_object_get(last_fill, ""));
+    }
+    if (last_fill) {
+        json_object_set_new(shm, "fill_at", json_integer(last_fill_at));
+    }
+}
+
 /* The snapshot of this instance now, in p. */
 static json_t *snapshot(apr_pool_t *p, aura_fleet_shm_t *f)
 {
     json_t *o = json_object();
     json_t *id;
-    int gen = 0;
+    apr_time_t now = apr_time_now();
+    int gen = 0, walk = !last_fill || now - last_fill_at >= FILL_EVERY;
 
-    aura_state_describe_pool(o, p, 0);
+    aura_state_describe_pool(o, p, walk);
+    fill_tables(json_object_get(o, "shm"), walk, now);
     id = json_object_get(json_object_get(o, "shm"), "id");
     json_object_set_new(o, "fleet", json_integer(AURA_FLEET_FORMAT));
     json_object_set_new(o, "instance", json_string(fleet_instance));

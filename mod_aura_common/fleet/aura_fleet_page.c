@@ -238,6 +238,26 @@ static const char *list_of(request_rec *r, json_t *o, const char *key)
     return *out ? out : "-";
 }
 
+/* The zones' refusals, with their fill when the snapshot has it:
+ * "default 3 (120/65536 used)". */
+static const char *zones_text(request_rec *r, json_t *zones)
+{
+    const char *k, *out = "";
+    json_t *v;
+
+    json_object_foreach(zones, k, v) {
+        json_t *used = json_object_get(v, "used");
+
+        out = apr_psprintf(r->pool, "%s%s%s %s", out, *out ? ", " : "",
+                           esc(r, k), num(r, v, "rejected"));
+        if (json_is_integer(used)) {
+            out = apr_psprintf(r->pool, "%s (%s/%s used)", out,
+                               num(r, v, "used"), num(r, v, "entries"));
+        }
+    }
+    return *out ? out : "-";
+}
+
 static void render_facts(request_rec *r, json_t *snap,
                          const aura_fleet_digest_t *d)
 {
@@ -258,7 +278,7 @@ static void render_facts(request_rec *r, json_t *snap,
     ap_rprintf(r, "<dt>Limiter refusals</dt><dd>per address %s, per actor "
                "%s; zones: %s</dd>", num(r, shm, "ip_rejected"),
                num(r, shm, "actor_rejected"),
-               list_of(r, json_object_get(shm, "zones"), "rejected"));
+               zones_text(r, json_object_get(shm, "zones")));
     ap_rprintf(r, "<dt>Generation</dt><dd>%s (seq %" APR_UINT64_T_FMT
                ")</dd>", num(r, snap, "generation"), d->seq);
     ap_rputs("</dl>", r);

@@ -33,7 +33,7 @@ use Apache::Test qw(-withtestmore);
 use Apache::TestRequest qw(GET);
 use Aura::Test qw(private_httpd wait_until free_ports);
 
-plan tests => 6 + 11 + 3 + 12 + 7 + 3 + 4;
+plan tests => 6 + 12 + 3 + 12 + 7 + 3 + 4;
 
 my $ANON = 'ak_test_anon_0123456789abcdef';
 my $ops = 'Basic ' . encode_base64('ops:ops-secret', '');
@@ -184,6 +184,8 @@ like($page,
      "t-main's page: t-priv-1's card has storage open");
 like($page, qr{<dt>Generation</dt><dd>\d+ \(seq \d+\)</dd>},
      "the page's numbers are numbers");
+like($page, qr{<dt>Limiter refusals</dt><dd>per address \d+, per actor \d+; zones: [^<]*default \d+ \(\d+/\d+ used\)},
+     "the zones' refusals and fill");
 
 # ---- a graceful restart of t-priv-1: one publisher, its sequence goes on --
 my $before_g = instance(fleet($main), 't-priv-1');
