@@ -325,6 +325,16 @@ aura_suite_pass() {
         # shellcheck disable=SC2086
         env $_aura_envs "$_aura_work/build/run-suite" "$@" || _aura_rc=$?
     fi
+    # What tests keep as artifacts (t/console/fleet_browser.t's
+    # screenshot) outlives the copy: artifacts/<pass>/ of the tree.
+    if [ -d "$_aura_work/t/logs/artifacts" ]; then
+        _aura_art=artifacts/$(printf '%s' "$_aura_name" \
+                               | tr -cs 'A-Za-z0-9' '-')
+        rm -rf "$_aura_art"
+        mkdir -p "$_aura_art"
+        cp -R "$_aura_work/t/logs/artifacts/." "$_aura_art/"
+        echo "build/test: artifacts of $_aura_name in $(pwd)/$_aura_art"
+    fi
     if [ "$_aura_rc" -eq 0 ]; then
         rm -rf "$_aura_work"
     else

@@ -19,6 +19,8 @@
 #include "core/aura_config.h"
 #include "core/aura_plane.h"
 #include "core/aura_reqid.h"
+#include "fleet/aura_fleet.h"
+#include "fleet/aura_fleet_conf.h"
 #include "http/aura_accesslog.h"
 #include "http/aura_dbrouter.h"
 #include "http/aura_h2c.h"
@@ -70,6 +72,7 @@ static const command_rec aura_cmds[] = {
     AURA_TRACE_DIRECTIVES,
     AURA_AUDIT_DIRECTIVES,
     AURA_CONTROL_DIRECTIVES,
+    AURA_FLEET_DIRECTIVES,
     { NULL }
 };
 
@@ -149,7 +152,8 @@ static int aura_pre_config(apr_pool_t *pconf, apr_pool_t *plog,
     aura_accesslog_pre_config(pconf);
     return aura_shm_pre_config(pconf) == APR_SUCCESS
            && aura_audit_pre_config(pconf) == APR_SUCCESS
-           && aura_control_pre_config(pconf) == APR_SUCCESS ? OK : !OK;
+           && aura_control_pre_config(pconf) == APR_SUCCESS
+           && aura_fleet_pre_config(pconf) == APR_SUCCESS ? OK : !OK;
 }
 
 static int aura_post_config(apr_pool_t *pconf, apr_pool_t *plog,
@@ -169,7 +173,8 @@ static int aura_post_config(apr_pool_t *pconf, apr_pool_t *plog,
         || aura_cap_post_config(pconf, s) != APR_SUCCESS
         || aura_connlimit_post_config(pconf, s) != APR_SUCCESS
         || aura_audit_post_config(pconf, s) != APR_SUCCESS
-        || aura_control_post_config(pconf, s) != APR_SUCCESS) {
+        || aura_control_post_config(pconf, s) != APR_SUCCESS
+        || aura_fleet_post_config(pconf, s) != APR_SUCCESS) {
         return HTTP_INTERNAL_SERVER_ERROR;
     }
     aura_exporter_post_config(s);
@@ -188,6 +193,9 @@ static void aura_child_init(apr_pool_t *pchild, server_rec *s)
     aura_cap_child_init(pchild, s);
     aura_connlimit_child_init(pchild, s);
     aura_reqid_child_init();
+    /* Before NATS: the fleet's subscriber, on the connection, takes the
+     * aura-fleet mutex this re-opens. */
+    aura_fleet_child_init(pchild, s);
     aura_nats_child_init(pchild, s);
     aura_db_child_init(pchild, s);
     aura_keystore_child_init(pchild, s);
@@ -214,6 +222,7 @@ static void aura_register_hooks(apr_pool_t *p)
     ap_hook_post_config(aura_post_config, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_child_init(aura_child_init, NULL, NULL, APR_HOOK_MIDDLE);
     aura_cap_register();
+    aura_fleet_register();
     /* A claimed service route has no file behind it: skip the directory
      * walk as mod_proxy does for proxy: URLs. */
     ap_hook_map_to_storage(aura_map_to_storage, NULL, NULL, APR_HOOK_FIRST);

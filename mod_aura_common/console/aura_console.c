@@ -11,6 +11,7 @@
 #include "core/aura_module.h"
 #include "core/aura_config.h"
 #include "console/aura_console.h"
+#include "fleet/aura_fleet.h"
 
 #include "http_protocol.h"
 #include "apr_strings.h"
@@ -18,7 +19,6 @@
 #include <jansson.h>
 
 static int whoami(request_rec *r, const char *rest);
-static int index_page(request_rec *r, const char *rest);
 
 typedef struct {
     const char *path;       /* below the Location; "" is the Location */
@@ -27,12 +27,16 @@ typedef struct {
 } console_part_t;
 
 static const console_part_t parts[] = {
-    { "",            0, index_page },
+    { "",            0, aura_fleet_page },
     { "/api/whoami", 0, whoami },
     { "/api/controls", 1, aura_console_controls_api },
     { "/controls", 0, aura_console_controls_page },
     { "/assets/controls.js", 0, aura_console_controls_js },
     { "/assets/controls.css", 0, aura_console_controls_css },
+    { "/api/fleet",  0, aura_fleet_api },
+    { "/assets/console.css", 0, aura_fleet_css },
+    { "/assets/fleet.js",    0, aura_fleet_js },
+    { "/assets/icon.svg",    0, aura_fleet_icon },
 };
 
 const char *aura_console_base(request_rec *r)
@@ -148,20 +152,4 @@ static int whoami(request_rec *r, const char *rest)
     json_object_set_new(o, "csrf_header",
                         json_string(AURA_CONSOLE_CSRF_HEADER));
     return aura_console_json(r, o);
-}
-
-static int index_page(request_rec *r, const char *rest)
-{
-    (void)rest;
-    r->allowed |= (AP_METHOD_BIT << M_GET);
-    if (r->method_number != M_GET) {
-        return HTTP_METHOD_NOT_ALLOWED;
-    }
-    ap_set_content_type(r, "text/html; charset=utf-8");
-    ap_rputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-             "<title>mod_aura operator console</title></head><body>"
-             "<h1>mod_aura operator console</h1><p>Signed in as ", r);
-    ap_rputs(ap_escape_html(r->pool, r->user), r);
-    ap_rputs("</p></body></html>\n", r);
-    return OK;
 }

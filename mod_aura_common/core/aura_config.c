@@ -181,6 +181,8 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
                                                             add->trace_trust);
     c->control = (struct aura_control_conf_t *)merge_ptr(base->control,
                                                          add->control);
+    c->fleet = (struct aura_fleet_conf_t *)merge_ptr(base->fleet,
+                                                     add->fleet);
     return c;
 }
 

@@ -190,6 +190,9 @@ typedef struct {
     /* AuraControlSlots, AuraControlSubject (control/aura_control_conf.h),
      * global; NULL: neither. */
     struct aura_control_conf_t *control;
+    /* The fleet view (fleet/aura_fleet_conf.h), global; NULL: no fleet
+     * directive at all. */
+    struct aura_fleet_conf_t *fleet;
 } aura_server_conf_t;
 
 /* AuraMaxConnectionsPerAddress auto: a third of MaxRequestWorkers (at

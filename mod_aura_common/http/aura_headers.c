@@ -40,6 +40,7 @@
 #include "core/aura_request.h"
 #include "http/aura_headers.h"
 #include "http/aura_headers_conf.h"
+#include "console/aura_console.h"
 #include "nats/aura_envelope.h"
 
 #include "http_protocol.h"
@@ -113,16 +114,15 @@ static const char *security_value(request_rec *r, apr_size_t i)
  * includeSubDomains would pin every host of the domain to HTTPS. */
 static void set_security(request_rec *r)
 {
-    /* The operator console sets its own Content-Security-Policy
-     * (aura_console_headers(): script-src 'self' for its page's own
-     * script files, frame-ancestors 'none'); the plane's default,
-     * default-src 'none', would stop its page's script. */
-    int console = r->handler && !strcmp(r->handler, "aura-console");
     apr_size_t i;
 
     for (i = 0; i <= HSTS_INDEX; i++) {
-        if (console
-            && !strcasecmp(security_name(i), "Content-Security-Policy")) {
+        /* The operator's console sets its own CSP, X-Frame-Options,
+         * nosniff and Referrer-Policy (aura_console_headers): the
+         * plane's default CSP, default-src 'none', would forbid the
+         * page its own style and script.  HSTS still applies. */
+        if (i < HSTS_INDEX && r->handler
+            && !strcmp(r->handler, AURA_HANDLER_CONSOLE)) {
             continue;
         }
         set_header(r, security_name(i), security_value(r, i));

@@ -38,6 +38,11 @@ static json_t *describe_quota(void)
 
 void aura_state_describe(json_t *o, request_rec *r, int walk)
 {
+    aura_state_describe_pool(o, r->pool, walk);
+}
+
+void aura_state_describe_pool(json_t *o, apr_pool_t *p, int walk)
+{
     json_t *part;
     const char *srv;
     int gen = 0;
@@ -47,11 +52,11 @@ void aura_state_describe(json_t *o, request_rec *r, int walk)
     json_object_set_new(o, "generation", json_integer(gen));
     /* Which node of a cluster this child uses (the fault runs kill that
      * one); a password written in AuraNATSServers's URL is not shown. */
-    srv = aura_redact_userinfo(r->pool, aura_nats_server(r->pool));
+    srv = aura_redact_userinfo(p, aura_nats_server(p));
     json_object_set_new(o, "nats_server", srv ? json_string(srv)
                                               : json_null());
     part = json_object();
-    aura_shm_describe(part, walk, r->pool);
+    aura_shm_describe(part, walk, p);
     json_object_set_new(o, "shm", part);
     part = json_object();
     aura_breaker_describe(part);
@@ -59,7 +64,7 @@ void aura_state_describe(json_t *o, request_rec *r, int walk)
     aura_cap_describe(o);
     aura_stream_describe(o);
     part = json_object();
-    aura_connlimit_describe(part, r->pool);
+    aura_connlimit_describe(part, p);
     json_object_set_new(o, "connections", part);
     json_object_set_new(o, "actor_quota", describe_quota());
 }

@@ -21,5 +21,8 @@ struct json_t;
  *        the default sizes), 0: not
  */
 void aura_state_describe(struct json_t *o, request_rec *r, int walk);
+/* The same without a request (the fleet view's publisher, on a
+ * mod_watchdog thread): what is allocated comes from p. */
+void aura_state_describe_pool(struct json_t *o, apr_pool_t *p, int walk);
 
 #endif /* AURA_STATE_H */

@@ -20,6 +20,8 @@
 #include "core/aura_module.h"
 #include "core/aura_config.h"
 #include "core/aura_plane.h"
+#include "fleet/aura_fleet_conf.h"
+#include "fleet/aura_fleet_table.h"
 #include "limit/aura_conntable.h"
 #include "limit/aura_readers.h"
 #include "limit/aura_gcra_table.h"
@@ -106,6 +108,12 @@
  *   +-----------------------------+ control.offset
  *   | aura_control_t [slots]      |  the incident controls
  *   |                             |  (AuraControlSlots)
+ *   +-----------------------------+ fleet.offset
+ *   | aura_fleet_event_t [256]    |  the fleet view (aura_fleet_table.h):
+ *   | aura_fleet_slot_t [slots]   |  recent changes, then the latest
+ *   |                             |  snapshot of each instance
+ *   |                             |  (AuraFleetMaxInstances; none
+ *   |                             |  without AuraFleet On)
  *   +-----------------------------+ size
  *
  * A zone's table is its own: a flood of addresses that fills it puts
@@ -159,6 +167,9 @@ struct aura_shm_header_t {
     aura_audit_shm_t audit;
     /* The incident controls (aura_control.c, under aura-control). */
     aura_control_shm_t control;
+    /* The fleet view's block (fleet/aura_fleet_table.c, under the
+     * aura-fleet mutex). */
+    aura_fleet_shm_t fleet;
 };
 
 _Static_assert(sizeof(apr_uint64_t) == 8 && __atomic_always_lock_free(8, 0),
@@ -249,6 +260,33 @@ static const aura_layout_row_t layout_rows[] = {
     M(aura_conn_reader_t, port), M(aura_conn_reader_t, bits),
     M(aura_conn_reader_t, h2), M(aura_conn_reader_t, prefix),
     M(aura_conn_reader_t, local), M(aura_conn_reader_t, pad),
+    /* The fleet view's block (aura_fleet_table.h). */
+    M(aura_shm_header_t, fleet),
+    AURA_LAYOUT_STRUCT(aura_fleet_shm_t),
+    M(aura_fleet_shm_t, offset), M(aura_fleet_shm_t, slots),
+    M(aura_fleet_shm_t, seq), M(aura_fleet_shm_t, published),
+    M(aura_fleet_shm_t, publish_failed), M(aura_fleet_shm_t, too_big),
+    M(aura_fleet_shm_t, received), M(aura_fleet_shm_t, malformed),
+    M(aura_fleet_shm_t, duplicate), M(aura_fleet_shm_t, full),
+    M(aura_fleet_shm_t, events),
+    AURA_LAYOUT_STRUCT(aura_fleet_slot_t),
+    M(aura_fleet_slot_t, used), M(aura_fleet_slot_t, first_seen),
+    M(aura_fleet_slot_t, last_seen), M(aura_fleet_slot_t, reported),
+    M(aura_fleet_slot_t, digest), M(aura_fleet_slot_t, len),
+    M(aura_fleet_slot_t, bytes),
+    AURA_LAYOUT_STRUCT(aura_fleet_digest_t),
+    M(aura_fleet_digest_t, instance), M(aura_fleet_digest_t, epoch),
+    M(aura_fleet_digest_t, node), M(aura_fleet_digest_t, seq),
+    M(aura_fleet_digest_t, sent), M(aura_fleet_digest_t, interval),
+    M(aura_fleet_digest_t, fallback), M(aura_fleet_digest_t, nbreakers),
+    M(aura_fleet_digest_t, breakers),
+    AURA_LAYOUT_STRUCT(aura_fleet_brk_t),
+    M(aura_fleet_brk_t, name), M(aura_fleet_brk_t, state),
+    M(aura_fleet_brk_t, pad),
+    AURA_LAYOUT_STRUCT(aura_fleet_event_t),
+    M(aura_fleet_event_t, time), M(aura_fleet_event_t, kind),
+    M(aura_fleet_event_t, instance), M(aura_fleet_event_t, what),
+    M(aura_fleet_event_t, from), M(aura_fleet_event_t, to),
 };
 #undef M
 
@@ -327,6 +365,8 @@ typedef struct {
     apr_uint64_t recs;
     apr_uint64_t control_offset;
     apr_uint64_t control_slots;
+    apr_uint64_t fleet_offset;
+    apr_uint64_t fleet_slots;
     apr_uint64_t size;
     apr_uint64_t layout;
     apr_uint64_t fingerprint;
@@ -514,6 +554,11 @@ static const char *place_tables(apr_pool_t *p, geometry_t *g)
     if (!grow(&off, g->control_slots * sizeof(aura_control_t))) {
         return "the table of incident controls does not fit";
     }
+    g->fleet_offset = off;
+    if (!grow(&off, aura_fleet_region_size(g->fleet_slots))) {
+        return "the fleet view's instances (AuraFleetMaxInstances) do "
+               "not fit";
+    }
     g->size = off;
     return NULL;
 }
@@ -552,6 +597,8 @@ static apr_uint64_t fingerprint_of(geometry_t *g)
     h = aura_layout_mix(h, g->recs_offset);
     h = aura_layout_mix(h, g->control_slots);
     h = aura_layout_mix(h, g->control_offset);
+    h = aura_layout_mix(h, g->fleet_offset);
+    h = aura_layout_mix(h, g->fleet_slots);
     return aura_layout_mix(h, g->size);
 }
 
@@ -563,6 +610,8 @@ static const char *geometry_of(apr_pool_t *pconf, apr_pool_t *p,
     const char *why;
 
     memset(g, 0, sizeof(*g));
+    g->fleet_slots = (apr_uint64_t)aura_fleet_conf_slots(
+        aura_fleet_conf(s));
     why = size_tables(pconf, p, s, g);
     if (!why) {
         why = place_tables(p, g);
@@ -791,6 +840,15 @@ aura_control_shm_t *aura_shm_control(aura_control_t **slots,
     return &shm_base->control;
 }
 
+aura_fleet_shm_t *aura_shm_fleet(void **block)
+{
+    if (!shm_base || !shm_base->fleet.slots) {
+        return NULL;
+    }
+    *block = (char *)shm_base + shm_base->fleet.offset;
+    return &shm_base->fleet;
+}
+
 aura_shm_jwks_t *aura_shm_jwks(int slot)
 {
     if (!shm_base || slot < 0 || slot >= AURA_JWKS_SLOTS) {
@@ -862,6 +920,12 @@ static const char *check_directory(const aura_shm_header_t *h,
         || h->control.slots * sizeof(aura_control_t)
            > h->size - h->control.offset) {
         return "the table of incident controls lies outside the segment";
+    }
+    if (h->fleet.offset % 64 || h->fleet.offset > h->size
+        || h->fleet.slots > AURA_FLEET_MAX_INSTANCES
+        || aura_fleet_region_size(h->fleet.slots)
+           > h->size - h->fleet.offset) {
+        return "the fleet view's block lies outside the segment";
     }
     d = (const aura_shm_table_t *)((const char *)h + h->tables_offset);
     end = h->tables_offset + h->tables * sizeof(*d);
@@ -1071,6 +1135,8 @@ static apr_status_t build_segment(aura_shm_retained_t *ret,
     h->journal_stride = g->journal_stride;
     h->control.offset = g->control_offset;
     h->control.slots = g->control_slots;
+    h->fleet.offset = g->fleet_offset;
+    h->fleet.slots = g->fleet_slots;
     for (i = 0; i < g->ntables; i++) {
         aura_shm_table_t *t = directory(h) + i;
 

@@ -13,6 +13,7 @@
 #include "control/aura_control_record.h"
 #include "core/aura_config.h"
 #include "core/aura_plane.h"
+#include "fleet/aura_fleet_table.h"
 #include "limit/aura_conntable.h"
 #include "limit/aura_gcra_table.h"
 #include "limit/aura_quota_share.h"
@@ -31,6 +32,11 @@ apr_status_t aura_shm_child_init(apr_pool_t *pchild, server_rec *s);
 aura_shm_header_t *aura_shm(void);
 /* The audit chain's head; NULL before post_config. */
 aura_audit_shm_t *aura_shm_audit(void);
+/* The fleet view's block (aura_fleet_table.h): its header, and in
+ * *block the ring of changes followed by the instance slots; NULL when
+ * the fleet view is off or before post_config. */
+aura_fleet_shm_t *aura_shm_fleet(void **block);
+
 
 /* Counters summed across children (metrics, /health detail, tests). */
 typedef enum {
