@@ -26,10 +26,17 @@
  * 503.  An answer of the store always wins: a key found revoked is
  * refused at once.  The invalidation broadcast empties the slots of its
  * project (expires = 0), so a rotated key is never served stale.
+ *
+ * A key's lifecycle (issue #32): each slot keeps the key's own expiry
+ * (the store's expires_at) and its scopes.  Expiry is decided on every
+ * use against this host's clock, from the cache as from the store, so a
+ * key stops at its expires_at on every child of every instance without
+ * any message (a stale entry too: it keeps its expiry).
  */
 #include "core/aura_module.h"
 #include "auth/aura_apikey.h"
 #include "auth/aura_identity.h"
+#include "auth/aura_keylife.h"
 #include "auth/aura_keystore.h"
 #include "core/aura_config.h"
 #include "core/aura_siphash.h"
@@ -63,6 +70,9 @@ typedef struct {
     char org[AURA_ID_MAX + 1];
     char plan[AURA_PLAN_MAX + 1];
     char role[sizeof("service_role")];
+    apr_time_t key_expires;  /* the key's expires_at; 0: none */
+    int has_scopes;          /* 0: every service */
+    char scopes[AURA_KEY_SCOPES_MAX + 1];
 } key_slot_t;
 
 /* Written in child_init only. */
@@ -143,13 +153,52 @@ static apr_status_t copy_field(char *dst, apr_size_t size, const char *src)
     return APR_SUCCESS;
 }
 
+/* Column 4: the expiry in µs since the epoch (the lookup clamps it to
+ * a positive value); *at 0 for NULL.  APR_EINVAL when it is not one. */
+static apr_status_t row_expiry(PGresult *res, apr_time_t *at)
+{
+    const char *v = PQgetvalue(res, 0, 4);
+    char *end = NULL;
+
+    *at = 0;
+    if (PQgetisnull(res, 0, 4)) {
+        return APR_SUCCESS;
+    }
+    *at = (apr_time_t)apr_strtoi64(v, &end, 10);
+    return *v && end && !*end && *at > 0 ? APR_SUCCESS : APR_EINVAL;
+}
+
+/* Columns 5 and 6: the scopes joined by ',' and their count, as
+ * aura_key_scopes_ok() wants them (NULL: every service). */
+static int row_scopes_ok(PGresult *res)
+{
+    char *end = NULL;
+    long n;
+
+    if (PQgetisnull(res, 0, 5)) {
+        return 1;
+    }
+    n = strtol(PQgetvalue(res, 0, 6), &end, 10);
+    return end && !*end && aura_key_scopes_ok(PQgetvalue(res, 0, 5), n);
+}
+
 /* The first field of the row that cannot become identity, or NULL.
  * The ids follow the management plane's rule (aura_identity_id_ok), the
- * plan is printable text, the role one of the two the schema allows. */
+ * plan is printable text, the role one of the two the schema allows;
+ * the scopes are names (aura_keylife.h): a list that cannot be read is
+ * refused whole, never read wider or narrower than it is. */
 static const char *bad_field(PGresult *res)
 {
     const char *plan = PQgetvalue(res, 0, 3);
     const char *role = PQgetvalue(res, 0, 1);
+    apr_time_t at;
+
+    if (row_expiry(res, &at) != APR_SUCCESS) {
+        return "expiry";
+    }
+    if (!row_scopes_ok(res)) {
+        return "scopes";
+    }
 
     if (!aura_identity_id_ok(PQgetvalue(res, 0, 0), AURA_ID_MAX)) {
         return "project id";
@@ -221,7 +270,10 @@ static apr_status_t lookup_db(request_rec *r, const char *hash,
             || copy_field(e->org, sizeof(e->org),
                           PQgetvalue(res, 0, 2)) != APR_SUCCESS
             || copy_field(e->plan, sizeof(e->plan),
-                          PQgetvalue(res, 0, 3)) != APR_SUCCESS) {
+                          PQgetvalue(res, 0, 3)) != APR_SUCCESS
+            || row_expiry(res, &e->key_expires) != APR_SUCCESS
+            || copy_field(e->scopes, sizeof(e->scopes),
+                          PQgetvalue(res, 0, 5)) != APR_SUCCESS) {
             /* A server-side fault, logged once per cache TTL and child
              * (the row is cached as bad); the client gets the answer of
              * an unusable key.  The value is not logged: it may hold the
@@ -235,6 +287,9 @@ static apr_status_t lookup_db(request_rec *r, const char *hash,
             memset(e->project, 0, sizeof(e->project));
             memset(e->org, 0, sizeof(e->org));
             e->found = KEY_BAD_ROW;
+        }
+        else {
+            e->has_scopes = !PQgetisnull(res, 0, 5);
         }
     }
     return APR_SUCCESS;
@@ -322,6 +377,13 @@ static apr_status_t key_lookup(request_rec *r, const char *key,
     id->org = apr_pstrdup(r->pool, e.org);
     id->plan = apr_pstrdup(r->pool, e.plan);
     id->key_role = apr_pstrdup(r->pool, e.role);
+    id->expires_at = e.key_expires;
+    id->scopes = e.has_scopes ? apr_pstrdup(r->pool, e.scopes) : NULL;
+    /* The clock now, after any wait for the store: a key is over at its
+     * expiry whatever path answered. */
+    if (aura_key_expired(e.key_expires, apr_time_now())) {
+        return AURA_KEY_EXPIRED;
+    }
     return APR_SUCCESS;
 }
 
@@ -391,7 +453,7 @@ AURA_DECLARE(apr_status_t) aura_key_lookup(request_rec *r, const char *key,
     int span = aura_tracing_stage(r, "aura.key.lookup");
     apr_status_t rv = key_lookup(r, key, id);
 
-    if (rv == APR_SUCCESS || rv == APR_NOTFOUND) {
+    if (rv == APR_SUCCESS || rv == APR_NOTFOUND || rv == AURA_KEY_EXPIRED) {
         aura_tracing_end(r, span, AURA_SPAN_UNSET, NULL);
     }
     else {

@@ -208,6 +208,7 @@ void *aura_create_dir_conf(apr_pool_t *p, char *dir)
     d->stream_per_address = AURA_UNSET;
     d->stream_per_actor = AURA_UNSET;
     d->forward_token = AURA_UNSET;
+    d->key_scope = NULL;
     return d;
 }
 
@@ -274,6 +275,7 @@ void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     d->stream_per_actor = merge_int(base->stream_per_actor,
                                     add->stream_per_actor);
     d->forward_token = merge_int(base->forward_token, add->forward_token);
+    d->key_scope = merge_ptr(base->key_scope, add->key_scope);
     return d;
 }
 

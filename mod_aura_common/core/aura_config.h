@@ -113,6 +113,9 @@ typedef struct {
      * comes from, as written: the operator's console answers the paths
      * below it (console/aura_console.c).  NULL at server level. */
     const char *section;
+    /* AuraKeyScope: the group name a scoped API key may name to call
+     * this Location (aura_keylife.h); NULL unset. */
+    const char *key_scope;
 } aura_dir_conf_t;
 
 

@@ -87,10 +87,29 @@ typedef struct {
     int nparams;
 } db_stmt_t;
 
+/* Second of the last missing-migration line of this child. */
+static volatile apr_uint32_t last_schema_logged;
+
 /* Indexed by aura_db_stmt_e. */
 static const db_stmt_t stmts[AURA_DB_STMT_COUNT] = {
+    /* Expired keys are answered too, with their expiry: the gateway
+     * decides expiry on every use (aura_keystore.c), cached or not.
+     * The expiry in µs since the epoch, clamped so that 'infinity' and
+     * '-infinity' convert (to year 9999, and to a second after the
+     * epoch: long expired); scopes joined by ',' (a NULL element reads
+     * as empty, refused), their count to catch an element holding ','.
+     * Against a key store without the columns of
+     * conf/migrations/0002-key-lifecycle.sql this fails to prepare
+     * (AURA02403): every uncached key gets 503, never a key accepted
+     * without its expiry or scopes. */
     { "aura_key_lookup",
-      "SELECT k.project_id, k.role, p.org_id, p.plan"
+      "SELECT k.project_id, k.role, p.org_id, p.plan,"
+      "  CASE WHEN k.expires_at IS NULL THEN NULL ELSE"
+      "   (extract(epoch FROM greatest(least(k.expires_at,"
+      "     timestamptz '9999-12-31 00:00:00+00'),"
+      "     timestamptz '1970-01-01 00:00:01+00')) * 1000000)::bigint"
+      "  END,"
+      "  array_to_string(k.scopes, ',', ''), cardinality(k.scopes)"
       "  FROM api_keys k JOIN projects p ON p.id = k.project_id"
       " WHERE k.key_hash = $1 AND k.revoked_at IS NULL", 1 },
     /* project -> org -> membership; no row: no such project */
@@ -588,6 +607,32 @@ static void log_query_failure(request_rec *r, aura_db_stmt_e id,
                   PQerrorMessage(conn));
 }
 
+/* A statement that names a column or table the key store lacks: the
+ * database was not migrated (conf/migrations/).  Said once a minute per
+ * child. */
+static void log_missing_migration(request_rec *r, aura_db_stmt_e id,
+                                  const PGresult *res)
+{
+    const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    apr_uint32_t now = (apr_uint32_t)apr_time_sec(apr_time_now());
+    apr_uint32_t last = apr_atomic_read32(&last_schema_logged);
+
+    if (!state || (strcmp(state, "42703") && strcmp(state, "42P01"))) {
+        return;
+    }
+    if ((last == 0 || now - last >= 60)
+        && apr_atomic_cas32(&last_schema_logged, now, last) == last) {
+        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, AURA_LOGNO(02403)
+                      "the key store's schema is older than this "
+                      "mod_aura_common: %s cannot run (%s); apply "
+                      "conf/migrations/0002-key-lifecycle.sql to the "
+                      "database (until then keys that are not cached get "
+                      "503 store-unavailable; logged once a minute per "
+                      "child)", stmts[id].name,
+                      PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY));
+    }
+}
+
 /* Prepare the statement on this connection once, before deadline. */
 static apr_status_t prepare(request_rec *r, db_conn_t *c, aura_db_stmt_e id,
                             apr_time_t deadline)
@@ -607,6 +652,7 @@ static apr_status_t prepare(request_rec *r, db_conn_t *c, aura_db_stmt_e id,
         ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, AURA_LOGNO(00032)
                       "cannot prepare %s: %s", stmts[id].name,
                       PQerrorMessage(c->conn));
+        log_missing_migration(r, id, res);
         rv = APR_EGENERAL;
     }
     PQclear(res);

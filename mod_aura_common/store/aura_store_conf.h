@@ -67,6 +67,7 @@ const char *aura_set_key_cache_size(cmd_parms *cmd, void *dummy,
                                     const char *arg);
 const char *aura_set_invalidation_subject(cmd_parms *cmd, void *dummy,
                                           const char *arg);
+const char *aura_set_key_scope(cmd_parms *cmd, void *dirv, const char *arg);
 
 /* The command table's entries (mod_aura_common.c assembles the table). */
 #define AURA_STORE_DIRECTIVES \
@@ -94,6 +95,9 @@ const char *aura_set_invalidation_subject(cmd_parms *cmd, void *dummy,
     AP_INIT_TAKE1("AuraKeyInvalidationSubject", aura_set_invalidation_subject, \
                   NULL, RSRC_CONF, \
                   "NATS subject of key invalidations (payload: a project " \
-                  "id)")
+                  "id)"), \
+    AP_INIT_TAKE1("AuraKeyScope", aura_set_key_scope, NULL, ACCESS_CONF, \
+                  "The group name an API key's scopes may name to call " \
+                  "this Location")
 
 #endif /* AURA_STORE_CONF_H */
