@@ -57,6 +57,7 @@ void *aura_create_server_conf(apr_pool_t *p, server_rec *s)
     c->key_cache_ttl = AURA_UNSET;
     c->key_cache_stale = AURA_UNSET;
     c->key_invalidation_subject = NULL;
+    c->key_last_used = AURA_UNSET;
     c->key_cache_size = AURA_UNSET;
     c->jwt_sources = NULL;
     c->jwt_algs = 0;
@@ -122,6 +123,7 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     c->key_invalidation_subject = merge_ptr(base->key_invalidation_subject,
                                             add->key_invalidation_subject);
     c->key_cache_size = merge_int(base->key_cache_size, add->key_cache_size);
+    c->key_last_used = merge_time(base->key_last_used, add->key_last_used);
     c->jwt_sources = (apr_array_header_t *)merge_ptr(base->jwt_sources,
                                                      add->jwt_sources);
     c->jwt_algs = add->jwt_algs ? add->jwt_algs : base->jwt_algs;

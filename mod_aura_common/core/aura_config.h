@@ -135,6 +135,7 @@ typedef struct {
     apr_interval_time_t key_cache_ttl;
     apr_interval_time_t key_cache_stale;   /* AuraKeyCacheStaleMax */
     const char *key_invalidation_subject;  /* AuraKeyInvalidationSubject */
+    apr_interval_time_t key_last_used;     /* AuraKeyLastUsedInterval */
     int key_cache_size;
     apr_array_header_t *jwt_sources;       /* aura_jwt_source_t; NULL unset */
     unsigned int jwt_algs;                 /* 0 = unset */
