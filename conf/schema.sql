@@ -66,7 +66,28 @@ create table api_keys (
     key_hash    text not null unique check (key_hash ~ '^[0-9a-f]{64}$'),
     role        text not null check (role in ('anon', 'service_role')),
     created_at  timestamptz not null default now(),
-    revoked_at  timestamptz null
+    revoked_at  timestamptz null,
+    -- The key's lifecycle (issue #32; an existing key store gets these
+    -- columns from conf/migrations/0002-key-lifecycle.sql).
+    -- The first instant the key no longer works; null: never.  A key
+    -- rotated with a grace period keeps working until then.
+    expires_at    timestamptz null,
+    -- The services (the first word of AuraService: auth, db, storage,
+    -- functions, realtime, notifications, ai, provisioner, control) and
+    -- Location groups (AuraKeyScope) the key may call; null: every one.
+    -- Each name 1 to 63 of [A-Za-z0-9._-]; '{}' calls nothing.
+    scopes        text[] null,
+    -- When a gateway last accepted the key, written in batches
+    -- (AuraKeyLastUsedInterval): approximate, never earlier than the
+    -- real last use by more than that interval.
+    last_used_at  timestamptz null,
+    constraint api_keys_scopes_names check (
+        scopes is null
+        or array_to_string(scopes, ',', '') ~ '^[A-Za-z0-9._-]{1,63}(,[A-Za-z0-9._-]{1,63})*$'
+           and cardinality(scopes) = cardinality(
+               string_to_array(nullif(array_to_string(scopes, ',', ''), ''),
+                               ','))
+        or scopes = '{}')
 );
 
 -- The gateway's lookup,

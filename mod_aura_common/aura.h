@@ -57,6 +57,9 @@
  *                    never); aura_route_forward_token (AuraForwardToken).
  *   2026-12-06  2.7  aura_control_key: the incident controls' key block
  *                    (the data plane's key door asks it).
+ *   2026-12-06  2.8  aura_key_identity_t.expires_at, .scopes (issue
+ *                    #32); aura_key_lookup answers AURA_KEY_EXPIRED
+ *                    for a key past its expiry; aura_key_in_scope.
  */
 #ifndef AURA_H
 #define AURA_H
@@ -72,7 +75,7 @@
  */
 
 #define AURA_API_MAJOR 2
-#define AURA_API_MINOR 7
+#define AURA_API_MINOR 8
 
 /* The export trio, as mod_proxy.h, mod_dbd.h and mod_watchdog.h spell it.
  * The modules are built with -fvisibility=hidden: only what carries
@@ -333,7 +336,16 @@ typedef struct aura_key_identity_t {
     const char *key_role;   /**< anon | service_role */
     const char *actor;      /**< key:<hash prefix>, never the key; set
                                  whatever the answer, for the logs */
+    /** 2.7: when the key stops working (µs since the epoch, the key
+     *  store's expires_at); 0 when it has no expiry. */
+    apr_time_t expires_at;
+    /** 2.7: the services and Location groups the key may call, joined
+     *  by ','; NULL when it has no scopes (every service). */
+    const char *scopes;
 } aura_key_identity_t;
+
+/** aura_key_lookup: the key exists but is past its expires_at. */
+#define AURA_KEY_EXPIRED (APR_OS_START_USERERR + 3200)
 
 /**
  * Look an API key up in the key store (Postgres), through this child's
@@ -343,12 +355,27 @@ typedef struct aura_key_identity_t {
  * @param key the key
  * @param id set to the key's identity; id->actor in every case
  * @return APR_SUCCESS; APR_NOTFOUND for an unknown or revoked key;
+ *         AURA_KEY_EXPIRED for a key past its expiry (id filled: the
+ *         refusal may name the project), decided on every use, cached
+ *         or not, so the key stops at that instant on every child;
  *         APR_EINVAL when its row cannot be an identity (logged);
  *         another error when the store cannot say (then answer 503 with
  *         aura_store_retry_after()).
  */
 AURA_DECLARE(apr_status_t) aura_key_lookup(request_rec *r, const char *key,
                                            aura_key_identity_t *id);
+
+/**
+ * Whether a key's scopes admit the request's Location: they name its
+ * service (AuraService's first word) or its group (AuraKeyScope).  A
+ * key without scopes is admitted everywhere; a scoped key on a Location
+ * that has neither is not (fail closed).
+ * @param r the request, its Location's configuration merged
+ * @param id a key aura_key_lookup() answered APR_SUCCESS for
+ * @return 1 when admitted, 0 when not
+ */
+AURA_DECLARE(int) aura_key_in_scope(request_rec *r,
+                                    const aura_key_identity_t *id);
 
 /** What a plane asks of a bearer token on top of the VirtualHost's
  *  AuraJWT* keys and settings (algorithms, leeway, issuer, length). */

@@ -16,6 +16,7 @@
 #include "auth/aura_jwks.h"
 #include "auth/aura_jwt_conf.h"
 #include "auth/aura_keystore.h"
+#include "auth/aura_keyused.h"
 #include "core/aura_config.h"
 #include "core/aura_plane.h"
 #include "core/aura_reqid.h"
@@ -199,6 +200,7 @@ static void aura_child_init(apr_pool_t *pchild, server_rec *s)
     aura_nats_child_init(pchild, s);
     aura_db_child_init(pchild, s);
     aura_keystore_child_init(pchild, s);
+    aura_keyused_child_init(pchild, s);
     aura_jwks_child_init(pchild, s);
     aura_redis_child_init(pchild, s);
     aura_dbrouter_child_init(pchild, s);

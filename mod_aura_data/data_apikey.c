@@ -16,6 +16,14 @@
  * is no user token (the header goes, the request is the key's); another
  * key there is refused (bearer-key-mismatch); any other bearer is left
  * to aura_auth_bearer, which verifies it as a token.
+ *
+ * A key's lifecycle (issue #32): a key past its expiry is refused with
+ * 401 key-expired, told apart from an unknown key on purpose: only the
+ * holder of the exact key can get that answer (keys are 128-bit random
+ * strings, nobody enumerates them), and it tells a client whose key was
+ * rotated what to do.  A key whose scopes do not name the Location's
+ * service or group is refused with 403 key-out-of-scope: it did
+ * authenticate, it may not go there.
  */
 #include "httpd.h"
 #include "http_config.h"
@@ -23,6 +31,7 @@
 #include "apr_strings.h"
 
 #include "aura.h"
+#include "apr_time.h"
 #include "auth/aura_apikey.h"
 #include "auth/aura_identity.h"
 #include "data_apikey.h"
@@ -283,6 +292,17 @@ int data_auth_apikey(request_rec *r, int allow_query)
         return refuse(r, HTTP_UNAUTHORIZED, "invalid-key",
                       "the API key is not valid");
     }
+    if (rv == AURA_KEY_EXPIRED) {
+        char when[APR_RFC822_DATE_LEN];
+
+        apr_rfc822_date(when, id.expires_at);
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, AURA_LOGNO(02404)
+                      "API key %s of project %s expired at %s: refused",
+                      id.actor, id.project, when);
+        return refuse(r, HTTP_UNAUTHORIZED, "key-expired",
+                      "the API key has expired; use the project's current "
+                      "key");
+    }
     if (rv == APR_EINVAL) {
         /* The row is unusable (logged by the key store): to the client,
          * the key does not work, as if unknown. */
@@ -311,5 +331,15 @@ int data_auth_apikey(request_rec *r, int allow_query)
     /* Nothing downstream may see the key. */
     apr_table_unset(r->headers_in, "apikey");
     apr_table_unset(r->headers_in, "X-API-Key");
+    /* After the identity is set: the refusal's log and audit record say
+     * whose key went where it may not. */
+    if (!aura_key_in_scope(r, &id)) {
+        ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, AURA_LOGNO(02405)
+                      "API key %s of project %s is not scoped for %s "
+                      "(its scopes: %s): refused", id.actor, id.project,
+                      r->uri, *id.scopes ? id.scopes : "none");
+        return refuse(r, HTTP_FORBIDDEN, "key-out-of-scope",
+                      "the API key's scopes do not include this service");
+    }
     return OK;
 }

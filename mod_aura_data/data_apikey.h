@@ -19,9 +19,10 @@
  * @param r the request (aura_request_begin() already called)
  * @param allow_query whether a key from the query string is acceptable
  *        (the Location streams: AuraStreaming On)
- * @return OK; 401 (missing-key, invalid-key, key-not-allowed-in-query,
- *         ambiguous-key, bearer-key-mismatch)
- *         or 503 (store-unavailable) with the problem noted.
+ * @return OK; 401 (missing-key, invalid-key, key-expired,
+ *         key-not-allowed-in-query, ambiguous-key, bearer-key-mismatch),
+ *         403 (key-out-of-scope) or 503 (store-unavailable) with the
+ *         problem noted.
  */
 int data_auth_apikey(request_rec *r, int allow_query);
 

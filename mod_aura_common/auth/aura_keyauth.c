@@ -11,6 +11,7 @@
 #include "core/aura_module.h"
 #include "auth/aura_apikey.h"
 #include "auth/aura_keyauth.h"
+#include "auth/aura_keylife.h"
 #include "core/aura_config.h"
 #include "http/aura_accesslog.h"
 
@@ -40,6 +41,20 @@ AURA_DECLARE(int) aura_route_forward_token(request_rec *r)
         return d->forward_token == 1;
     }
     return d->db_router == 1;
+}
+
+/* The Location's service is AuraService's first word as the config
+ * holds it (an index into aura_service_names); its group, AuraKeyScope,
+ * merged like any per-directory setting (a nested Location inherits
+ * it).  Whether a refusal is 403 is the plane's policy. */
+AURA_DECLARE(int) aura_key_in_scope(request_rec *r,
+                                    const aura_key_identity_t *id)
+{
+    const aura_dir_conf_t *d = aura_dir_conf(r);
+    const char *service = d->service >= 0 && d->service < AURA_SVC_COUNT
+                          ? aura_service_names[d->service] : NULL;
+
+    return aura_key_scope_allows(id->scopes, service, d->key_scope);
 }
 
 /* From post_read_request, on every plane: every key parameter (apikey

@@ -26,10 +26,23 @@
  * 503.  An answer of the store always wins: a key found revoked is
  * refused at once.  The invalidation broadcast empties the slots of its
  * project (expires = 0), so a rotated key is never served stale.
+ *
+ * A key's lifecycle (issue #32): each slot keeps the key's own expiry
+ * (the store's expires_at) and its scopes.  Expiry is decided on every
+ * use against this host's clock, from the cache as from the store, so a
+ * key stops at its expires_at on every child of every instance without
+ * any message (a stale entry too: it keeps its expiry).  Each slot also
+ * keeps the key's SHA-256 and a "used" flag set when the key is
+ * accepted; the last-used flush (aura_keyused.c) takes the flagged
+ * hashes with aura_keystore_take_used() and writes them in one UPDATE.
+ * A flag lives in its slot: a key accepted once and whose slot another
+ * key takes before the next flush is missed (a key in use is flagged
+ * again by its next request).
  */
 #include "core/aura_module.h"
 #include "auth/aura_apikey.h"
 #include "auth/aura_identity.h"
+#include "auth/aura_keylife.h"
 #include "auth/aura_keystore.h"
 #include "core/aura_config.h"
 #include "core/aura_siphash.h"
@@ -63,6 +76,11 @@ typedef struct {
     char org[AURA_ID_MAX + 1];
     char plan[AURA_PLAN_MAX + 1];
     char role[sizeof("service_role")];
+    apr_time_t key_expires;  /* the key's expires_at; 0: none */
+    int used;                /* accepted since the last flush */
+    int has_scopes;          /* 0: every service */
+    char hash[65];           /* the store's SHA-256, for the flush */
+    char scopes[AURA_KEY_SCOPES_MAX + 1];
 } key_slot_t;
 
 /* Written in child_init only. */
@@ -71,6 +89,7 @@ static apr_uint32_t slot_mask;
 static apr_thread_mutex_t *slots_mutex;
 static apr_interval_time_t cache_ttl;
 static apr_interval_time_t cache_stale;
+static int track_used;          /* AuraKeyLastUsedInterval > 0 */
 static unsigned char tag_keys[2][AURA_SIPHASH_KEY_LEN];
 
 /* The cache's destructor, run when the child pool goes, just before its
@@ -101,6 +120,7 @@ void aura_keystore_child_init(apr_pool_t *pchild, server_rec *s)
 
     cache_ttl = aura_conf_key_cache_ttl(c);
     cache_stale = aura_conf_key_cache_stale(c);
+    track_used = aura_conf_key_last_used(c) > 0;
     slots = apr_pcalloc(pchild, sizeof(*slots) * (apr_size_t)n);
     slot_mask = (apr_uint32_t)n - 1;
     /* Without secret tag keys the cache is off (slots NULL): a guessable
@@ -143,13 +163,52 @@ static apr_status_t copy_field(char *dst, apr_size_t size, const char *src)
     return APR_SUCCESS;
 }
 
+/* Column 4: the expiry in µs since the epoch (the lookup clamps it to
+ * a positive value); *at 0 for NULL.  APR_EINVAL when it is not one. */
+static apr_status_t row_expiry(PGresult *res, apr_time_t *at)
+{
+    const char *v = PQgetvalue(res, 0, 4);
+    char *end = NULL;
+
+    *at = 0;
+    if (PQgetisnull(res, 0, 4)) {
+        return APR_SUCCESS;
+    }
+    *at = (apr_time_t)apr_strtoi64(v, &end, 10);
+    return *v && end && !*end && *at > 0 ? APR_SUCCESS : APR_EINVAL;
+}
+
+/* Columns 5 and 6: the scopes joined by ',' and their count, as
+ * aura_key_scopes_ok() wants them (NULL: every service). */
+static int row_scopes_ok(PGresult *res)
+{
+    char *end = NULL;
+    long n;
+
+    if (PQgetisnull(res, 0, 5)) {
+        return 1;
+    }
+    n = strtol(PQgetvalue(res, 0, 6), &end, 10);
+    return end && !*end && aura_key_scopes_ok(PQgetvalue(res, 0, 5), n);
+}
+
 /* The first field of the row that cannot become identity, or NULL.
  * The ids follow the management plane's rule (aura_identity_id_ok), the
- * plan is printable text, the role one of the two the schema allows. */
+ * plan is printable text, the role one of the two the schema allows;
+ * the scopes are names (aura_keylife.h): a list that cannot be read is
+ * refused whole, never read wider or narrower than it is. */
 static const char *bad_field(PGresult *res)
 {
     const char *plan = PQgetvalue(res, 0, 3);
     const char *role = PQgetvalue(res, 0, 1);
+    apr_time_t at;
+
+    if (row_expiry(res, &at) != APR_SUCCESS) {
+        return "expiry";
+    }
+    if (!row_scopes_ok(res)) {
+        return "scopes";
+    }
 
     if (!aura_identity_id_ok(PQgetvalue(res, 0, 0), AURA_ID_MAX)) {
         return "project id";
@@ -166,9 +225,10 @@ static const char *bad_field(PGresult *res)
     return NULL;
 }
 
-/* Cache hit: copy the identity out under the lock.  grace: how long
- * past its expiry an entry still counts (0, or AuraKeyCacheStaleMax
- * while the store is unavailable). */
+/* Cache hit: copy the identity out under the lock, and flag the key
+ * as used when it is accepted (found, not past its own expiry).  grace:
+ * how long past its TTL an entry still counts (0, or
+ * AuraKeyCacheStaleMax while the store is unavailable). */
 static int cache_get(const apr_uint64_t tag[2], apr_time_t now,
                      apr_interval_time_t grace, key_slot_t *out)
 {
@@ -182,6 +242,10 @@ static int cache_get(const apr_uint64_t tag[2], apr_time_t now,
     s = slot_of(tag);
     if (s->expires && s->expires + grace > now
         && s->tag[0] == tag[0] && s->tag[1] == tag[1]) {
+        if (track_used && s->found == KEY_FOUND
+            && !aura_key_expired(s->key_expires, now)) {
+            s->used = 1;
+        }
         *out = *s;
         hit = 1;
     }
@@ -189,14 +253,52 @@ static int cache_get(const apr_uint64_t tag[2], apr_time_t now,
     return hit;
 }
 
+/* Stored even with AuraKeyCacheTTL 0, when cache_get() never hits: the
+ * slot still carries the used flag to the last-used flush.  A flag the
+ * same key set before is kept. */
 static void cache_put(const key_slot_t *e)
 {
-    if (!slots || !slots_mutex || cache_ttl == 0) {
+    key_slot_t *s;
+    int used;
+
+    if (!slots || !slots_mutex) {
         return;
     }
     apr_thread_mutex_lock(slots_mutex);
-    *slot_of(e->tag) = *e;
+    s = slot_of(e->tag);
+    used = s->used && s->tag[0] == e->tag[0] && s->tag[1] == e->tag[1];
+    *s = *e;
+    s->used |= used;
     apr_thread_mutex_unlock(slots_mutex);
+}
+
+char *aura_keystore_take_used(apr_pool_t *p, int max, int *n)
+{
+    apr_size_t cap = (apr_size_t)max * 65 + 3;
+    char *out = apr_palloc(p, cap);
+    char *w = out;
+    apr_uint32_t i;
+
+    *n = 0;
+    *w++ = '{';
+    if (slots && slots_mutex) {
+        apr_thread_mutex_lock(slots_mutex);
+        for (i = 0; i <= slot_mask && *n < max; i++) {
+            if (slots[i].used) {
+                slots[i].used = 0;
+                if (*n) {
+                    *w++ = ',';
+                }
+                memcpy(w, slots[i].hash, 64);
+                w += 64;
+                (*n)++;
+            }
+        }
+        apr_thread_mutex_unlock(slots_mutex);
+    }
+    *w++ = '}';
+    *w = '\0';
+    return out;
 }
 
 static apr_status_t lookup_db(request_rec *r, const char *hash,
@@ -221,7 +323,10 @@ static apr_status_t lookup_db(request_rec *r, const char *hash,
             || copy_field(e->org, sizeof(e->org),
                           PQgetvalue(res, 0, 2)) != APR_SUCCESS
             || copy_field(e->plan, sizeof(e->plan),
-                          PQgetvalue(res, 0, 3)) != APR_SUCCESS) {
+                          PQgetvalue(res, 0, 3)) != APR_SUCCESS
+            || row_expiry(res, &e->key_expires) != APR_SUCCESS
+            || copy_field(e->scopes, sizeof(e->scopes),
+                          PQgetvalue(res, 0, 5)) != APR_SUCCESS) {
             /* A server-side fault, logged once per cache TTL and child
              * (the row is cached as bad); the client gets the answer of
              * an unusable key.  The value is not logged: it may hold the
@@ -235,6 +340,9 @@ static apr_status_t lookup_db(request_rec *r, const char *hash,
             memset(e->project, 0, sizeof(e->project));
             memset(e->org, 0, sizeof(e->org));
             e->found = KEY_BAD_ROW;
+        }
+        else {
+            e->has_scopes = !PQgetisnull(res, 0, 5);
         }
     }
     return APR_SUCCESS;
@@ -293,8 +401,10 @@ static apr_status_t key_lookup(request_rec *r, const char *key,
         memset(&e, 0, sizeof(e));
         e.tag[0] = tag[0];
         e.tag[1] = tag[1];
-        /* Hashed once: the database and the actor both use it. */
+        /* Hashed once: the database, the actor and the last-used flush
+         * use it. */
         aura_apikey_hash(key, hash);
+        memcpy(e.hash, hash, sizeof(e.hash));
         apr_snprintf(e.actor, sizeof(e.actor), "%s%.*s",
                      AURA_KEY_ACTOR_PREFIX, AURA_KEY_ACTOR_HEX, hash);
         rv = lookup_db(r, hash, &e);
@@ -308,6 +418,8 @@ static apr_status_t key_lookup(request_rec *r, const char *key,
         }
         else {
             e.expires = now + cache_ttl;
+            e.used = track_used && e.found == KEY_FOUND
+                     && !aura_key_expired(e.key_expires, apr_time_now());
             cache_put(&e);
         }
     }
@@ -322,6 +434,13 @@ static apr_status_t key_lookup(request_rec *r, const char *key,
     id->org = apr_pstrdup(r->pool, e.org);
     id->plan = apr_pstrdup(r->pool, e.plan);
     id->key_role = apr_pstrdup(r->pool, e.role);
+    id->expires_at = e.key_expires;
+    id->scopes = e.has_scopes ? apr_pstrdup(r->pool, e.scopes) : NULL;
+    /* The clock now, after any wait for the store: a key is over at its
+     * expiry whatever path answered. */
+    if (aura_key_expired(e.key_expires, apr_time_now())) {
+        return AURA_KEY_EXPIRED;
+    }
     return APR_SUCCESS;
 }
 
@@ -391,7 +510,7 @@ AURA_DECLARE(apr_status_t) aura_key_lookup(request_rec *r, const char *key,
     int span = aura_tracing_stage(r, "aura.key.lookup");
     apr_status_t rv = key_lookup(r, key, id);
 
-    if (rv == APR_SUCCESS || rv == APR_NOTFOUND) {
+    if (rv == APR_SUCCESS || rv == APR_NOTFOUND || rv == AURA_KEY_EXPIRED) {
         aura_tracing_end(r, span, AURA_SPAN_UNSET, NULL);
     }
     else {

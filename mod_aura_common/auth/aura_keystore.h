@@ -16,6 +16,10 @@ void aura_keystore_child_init(apr_pool_t *pchild, server_rec *s);
  * answers may be used while it cannot answer (0: never). */
 apr_interval_time_t aura_keystore_stale_max(void);
 void aura_keystore_register(void);
+/* The last-used flush (aura_keyused.c): the hashes of at most max keys
+ * accepted since the last call, as a Postgres text[] literal
+ * ("{h1,h2}") in p; their flags are cleared.  *n: how many. */
+char *aura_keystore_take_used(apr_pool_t *p, int max, int *n);
 void aura_nats_publish_invalidation(request_rec *r, const char *project);
 
 #endif /* AURA_KEYSTORE_H */

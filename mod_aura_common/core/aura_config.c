@@ -57,6 +57,7 @@ void *aura_create_server_conf(apr_pool_t *p, server_rec *s)
     c->key_cache_ttl = AURA_UNSET;
     c->key_cache_stale = AURA_UNSET;
     c->key_invalidation_subject = NULL;
+    c->key_last_used = AURA_UNSET;
     c->key_cache_size = AURA_UNSET;
     c->jwt_sources = NULL;
     c->jwt_algs = 0;
@@ -123,6 +124,7 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
     c->key_invalidation_subject = merge_ptr(base->key_invalidation_subject,
                                             add->key_invalidation_subject);
     c->key_cache_size = merge_int(base->key_cache_size, add->key_cache_size);
+    c->key_last_used = merge_time(base->key_last_used, add->key_last_used);
     c->jwt_sources = (apr_array_header_t *)merge_ptr(base->jwt_sources,
                                                      add->jwt_sources);
     c->jwt_algs = add->jwt_algs ? add->jwt_algs : base->jwt_algs;
@@ -216,6 +218,7 @@ void *aura_create_dir_conf(apr_pool_t *p, char *dir)
     d->stream_per_address = AURA_UNSET;
     d->stream_per_actor = AURA_UNSET;
     d->forward_token = AURA_UNSET;
+    d->key_scope = NULL;
     return d;
 }
 
@@ -282,6 +285,7 @@ void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
     d->stream_per_actor = merge_int(base->stream_per_actor,
                                     add->stream_per_actor);
     d->forward_token = merge_int(base->forward_token, add->forward_token);
+    d->key_scope = merge_ptr(base->key_scope, add->key_scope);
     return d;
 }
 

@@ -113,6 +113,9 @@ typedef struct {
      * comes from, as written: the operator's console answers the paths
      * below it (console/aura_console.c).  NULL at server level. */
     const char *section;
+    /* AuraKeyScope: the group name a scoped API key may name to call
+     * this Location (aura_keylife.h); NULL unset. */
+    const char *key_scope;
 } aura_dir_conf_t;
 
 
@@ -132,6 +135,7 @@ typedef struct {
     apr_interval_time_t key_cache_ttl;
     apr_interval_time_t key_cache_stale;   /* AuraKeyCacheStaleMax */
     const char *key_invalidation_subject;  /* AuraKeyInvalidationSubject */
+    apr_interval_time_t key_last_used;     /* AuraKeyLastUsedInterval */
     int key_cache_size;
     apr_array_header_t *jwt_sources;       /* aura_jwt_source_t; NULL unset */
     unsigned int jwt_algs;                 /* 0 = unset */

@@ -87,10 +87,38 @@ typedef struct {
     int nparams;
 } db_stmt_t;
 
+/* Who runs a statement: a request (r set: its pool, its log lines), or
+ * a thread of the child outside any request (r NULL: s and p; the
+ * caller logs what was lost, see aura_db_query_bg). */
+typedef struct {
+    request_rec *r;
+    server_rec *s;
+    apr_pool_t *p;
+} db_ctx_t;
+
+/* Second of the last missing-migration line of this child. */
+static volatile apr_uint32_t last_schema_logged;
+
 /* Indexed by aura_db_stmt_e. */
 static const db_stmt_t stmts[AURA_DB_STMT_COUNT] = {
+    /* Expired keys are answered too, with their expiry: the gateway
+     * decides expiry on every use (aura_keystore.c), cached or not.
+     * The expiry in µs since the epoch, clamped so that 'infinity' and
+     * '-infinity' convert (to year 9999, and to a second after the
+     * epoch: long expired); scopes joined by ',' (a NULL element reads
+     * as empty, refused), their count to catch an element holding ','.
+     * Against a key store without the columns of
+     * conf/migrations/0002-key-lifecycle.sql this fails to prepare
+     * (AURA02403): every uncached key gets 503, never a key accepted
+     * without its expiry or scopes. */
     { "aura_key_lookup",
-      "SELECT k.project_id, k.role, p.org_id, p.plan"
+      "SELECT k.project_id, k.role, p.org_id, p.plan,"
+      "  CASE WHEN k.expires_at IS NULL THEN NULL ELSE"
+      "   (extract(epoch FROM greatest(least(k.expires_at,"
+      "     timestamptz '9999-12-31 00:00:00+00'),"
+      "     timestamptz '1970-01-01 00:00:01+00')) * 1000000)::bigint"
+      "  END,"
+      "  array_to_string(k.scopes, ',', ''), cardinality(k.scopes)"
       "  FROM api_keys k JOIN projects p ON p.id = k.project_id"
       " WHERE k.key_hash = $1 AND k.revoked_at IS NULL", 1 },
     /* project -> org -> membership; no row: no such project */
@@ -105,6 +133,13 @@ static const db_stmt_t stmts[AURA_DB_STMT_COUNT] = {
     { "aura_project_topology",
       "SELECT db_kind, topology, postgrest_target FROM projects"
       " WHERE id = $1", 1 },
+    /* The keys' last-used flush: one statement per batch ($1 a text[]
+     * of key hashes).  A row already stamped at or after this
+     * transaction's now() (another instance's flush) is left alone. */
+    { "aura_key_touch",
+      "UPDATE api_keys SET last_used_at = now()"
+      " WHERE key_hash = ANY ($1::text[])"
+      "   AND (last_used_at IS NULL OR last_used_at < now())", 1 },
 };
 
 /* Written in child_init only. */
@@ -270,10 +305,12 @@ static void cancel_bounded(PGconn *conn)
 
 /* ---- opening a connection ------------------------------------------- */
 
-static void log_connect_failure(request_rec *r, apr_status_t rv,
+static void log_connect_failure(const db_ctx_t *x, apr_status_t rv,
                                 PGconn *conn)
 {
-    if (!log_now(&last_connect_logged)) {
+    request_rec *r = x->r;
+
+    if (!r || !log_now(&last_connect_logged)) {
         return;
     }
     if (rv == APR_TIMEUP) {
@@ -320,7 +357,7 @@ static apr_status_t connect_poll(PGconn *conn, apr_time_t deadline)
  * outside pool_lock.  The statement_timeout is set here rather than in
  * the conninfo's options, which the operator's own options= would
  * replace. */
-static apr_status_t conn_open(request_rec *r, apr_time_t deadline,
+static apr_status_t conn_open(const db_ctx_t *x, apr_time_t deadline,
                               db_conn_t **out)
 {
     db_conn_t *c = calloc(1, sizeof(*c));
@@ -345,7 +382,7 @@ static apr_status_t conn_open(request_rec *r, apr_time_t deadline,
         rv = APR_EGENERAL;
     }
     if (rv == APR_SUCCESS
-        && !PQsendQuery(c->conn, apr_psprintf(r->pool, "SET "
+        && !PQsendQuery(c->conn, apr_psprintf(x->p, "SET "
                         "statement_timeout = %" APR_TIME_T_FMT,
                         apr_time_as_msec(db_timeout)))) {
         rv = APR_EGENERAL;
@@ -358,7 +395,7 @@ static apr_status_t conn_open(request_rec *r, apr_time_t deadline,
         PQclear(res);
     }
     if (rv != APR_SUCCESS) {
-        log_connect_failure(r, rv, c->conn);
+        log_connect_failure(x, rv, c->conn);
         conn_close(c);
         return rv;
     }
@@ -371,7 +408,7 @@ static apr_status_t conn_open(request_rec *r, apr_time_t deadline,
 /* A connection for one statement: an idle one, else a new one opened
  * outside the lock, else a wait for a release, all before deadline.
  * APR_TIMEUP when none came in time. */
-static apr_status_t pool_acquire(request_rec *r, apr_time_t deadline,
+static apr_status_t pool_acquire(const db_ctx_t *x, apr_time_t deadline,
                                  db_conn_t **out)
 {
     apr_status_t rv;
@@ -398,7 +435,7 @@ static apr_status_t pool_acquire(request_rec *r, apr_time_t deadline,
         if (ntotal < pool_max) {
             ntotal++;           /* reserved while it is being opened */
             apr_thread_mutex_unlock(pool_lock);
-            rv = conn_open(r, deadline, out);
+            rv = conn_open(x, deadline, out);
             if (rv != APR_SUCCESS) {
                 apr_thread_mutex_lock(pool_lock);
                 ntotal--;
@@ -570,9 +607,14 @@ typedef enum {
     RUN_NO_ANSWER       /* connect failed, or the deadline passed */
 } run_outcome_e;
 
-static void log_query_failure(request_rec *r, aura_db_stmt_e id,
+static void log_query_failure(const db_ctx_t *x, aura_db_stmt_e id,
                               apr_status_t rv, PGconn *conn)
 {
+    request_rec *r = x->r;
+
+    if (!r) {
+        return;
+    }
     if (rv == APR_TIMEUP) {
         if (log_now(&last_timeout_logged)) {
             ap_log_rerror(APLOG_MARK, APLOG_WARNING, 0, r, AURA_LOGNO(01201)
@@ -588,9 +630,35 @@ static void log_query_failure(request_rec *r, aura_db_stmt_e id,
                   PQerrorMessage(conn));
 }
 
+/* A statement that names a column or table the key store lacks: the
+ * database was not migrated (conf/migrations/).  Said once a minute per
+ * child, whoever ran into it, request or flush. */
+static void log_missing_migration(const db_ctx_t *x, aura_db_stmt_e id,
+                                  const PGresult *res)
+{
+    const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    apr_uint32_t now = (apr_uint32_t)apr_time_sec(apr_time_now());
+    apr_uint32_t last = apr_atomic_read32(&last_schema_logged);
+
+    if (!state || (strcmp(state, "42703") && strcmp(state, "42P01"))) {
+        return;
+    }
+    if ((last == 0 || now - last >= 60)
+        && apr_atomic_cas32(&last_schema_logged, now, last) == last) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, x->s, AURA_LOGNO(02403)
+                     "the key store's schema is older than this "
+                     "mod_aura_common: %s cannot run (%s); apply "
+                     "conf/migrations/0002-key-lifecycle.sql to the "
+                     "database (until then keys that are not cached get "
+                     "503 store-unavailable; logged once a minute per "
+                     "child)", stmts[id].name,
+                     PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY));
+    }
+}
+
 /* Prepare the statement on this connection once, before deadline. */
-static apr_status_t prepare(request_rec *r, db_conn_t *c, aura_db_stmt_e id,
-                            apr_time_t deadline)
+static apr_status_t prepare(const db_ctx_t *x, db_conn_t *c,
+                            aura_db_stmt_e id, apr_time_t deadline)
 {
     PGresult *res;
     apr_status_t rv;
@@ -604,9 +672,12 @@ static apr_status_t prepare(request_rec *r, db_conn_t *c, aura_db_stmt_e id,
     }
     rv = await_result(c->conn, deadline, &res);
     if (rv == APR_SUCCESS && PQresultStatus(res) != PGRES_COMMAND_OK) {
-        ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, r, AURA_LOGNO(00032)
-                      "cannot prepare %s: %s", stmts[id].name,
-                      PQerrorMessage(c->conn));
+        if (x->r) {
+            ap_log_rerror(APLOG_MARK, APLOG_ERR, 0, x->r, AURA_LOGNO(00032)
+                          "cannot prepare %s: %s", stmts[id].name,
+                          PQerrorMessage(c->conn));
+        }
+        log_missing_migration(x, id, res);
         rv = APR_EGENERAL;
     }
     PQclear(res);
@@ -632,7 +703,7 @@ static int server_timed_out(const PGresult *res)
 }
 
 /* One attempt on one pooled connection, before deadline. */
-static run_outcome_e run_once(request_rec *r, aura_db_stmt_e id,
+static run_outcome_e run_once(const db_ctx_t *x, aura_db_stmt_e id,
                               const char *const *params, apr_time_t deadline,
                               PGresult **out)
 {
@@ -640,11 +711,11 @@ static run_outcome_e run_once(request_rec *r, aura_db_stmt_e id,
     PGresult *res = NULL;
     apr_status_t rv;
 
-    rv = pool_acquire(r, deadline, &c);
+    rv = pool_acquire(x, deadline, &c);
     if (rv != APR_SUCCESS) {
         return RUN_NO_ANSWER;
     }
-    rv = prepare(r, c, id, deadline);
+    rv = prepare(x, c, id, deadline);
     if (rv == APR_SUCCESS
         && !PQsendQueryPrepared(c->conn, stmts[id].name, stmts[id].nparams,
                                 params, NULL, NULL, 0)) {
@@ -653,14 +724,16 @@ static run_outcome_e run_once(request_rec *r, aura_db_stmt_e id,
     if (rv == APR_SUCCESS) {
         rv = await_result(c->conn, deadline, &res);
     }
-    if (rv == APR_SUCCESS && PQresultStatus(res) == PGRES_TUPLES_OK) {
+    /* Rows (a SELECT) or none (the last-used UPDATE). */
+    if (rv == APR_SUCCESS && (PQresultStatus(res) == PGRES_TUPLES_OK
+                              || PQresultStatus(res) == PGRES_COMMAND_OK)) {
         pool_release(c, 1);
-        apr_pool_cleanup_register(r->pool, res, result_cleanup,
+        apr_pool_cleanup_register(x->p, res, result_cleanup,
                                   apr_pool_cleanup_null);
         *out = res;
         return RUN_OK;
     }
-    log_query_failure(r, id, rv, c->conn);
+    log_query_failure(x, id, rv, c->conn);
     if (rv == APR_TIMEUP) {
         /* Mid-statement: never back to the pool. */
         cancel_bounded(c->conn);
@@ -711,6 +784,7 @@ apr_status_t aura_db_query(request_rec *r, aura_db_stmt_e id,
     volatile apr_uint64_t *holders =
         aura_shm_breaker_holders(AURA_BREAKER_STORE);
     apr_time_t deadline = apr_time_now() + db_timeout;
+    db_ctx_t x = { r, r->server, r->pool };
     aura_breaker_change_e change;
     aura_breaker_grant_t g;
     aura_breaker_who_t who;
@@ -749,12 +823,12 @@ apr_status_t aura_db_query(request_rec *r, aura_db_stmt_e id,
             return APR_EAGAIN;
         }
     }
-    how = run_once(r, id, params, deadline, out);
+    how = run_once(&x, id, params, deadline, out);
     /* A pooled connection that died while idle (Postgres restarted) is
      * only found out by using it: one more try on a fresh connection,
      * within the same deadline. */
     if (how == RUN_BROKEN) {
-        how = run_once(r, id, params, deadline, out);
+        how = run_once(&x, id, params, deadline, out);
     }
     if (word) {
         change = aura_breaker_verdict_held(word, holders, &store_breaker, &g,
@@ -762,6 +836,29 @@ apr_status_t aura_db_query(request_rec *r, aura_db_stmt_e id,
                                            || how == RUN_ANSWERED,
                                            now_ms());
         log_store_change(r, change);
+    }
+    return how == RUN_OK ? APR_SUCCESS
+           : how == RUN_NO_ANSWER ? APR_TIMEUP : APR_EGENERAL;
+}
+
+/* No breaker here: the flush runs on a thread of its own, so no request
+ * waits for it, and a flush that finds Postgres gone must not open the
+ * breaker that decides whether requests ask it. */
+apr_status_t aura_db_query_bg(server_rec *s, apr_pool_t *p,
+                              aura_db_stmt_e id, const char *const *params,
+                              PGresult **out)
+{
+    db_ctx_t x = { NULL, s, p };
+    apr_time_t deadline = apr_time_now() + db_timeout;
+    run_outcome_e how;
+
+    *out = NULL;
+    if (!pool_lock) {
+        return APR_ENOTIMPL;
+    }
+    how = run_once(&x, id, params, deadline, out);
+    if (how == RUN_BROKEN) {
+        how = run_once(&x, id, params, deadline, out);
     }
     return how == RUN_OK ? APR_SUCCESS
            : how == RUN_NO_ANSWER ? APR_TIMEUP : APR_EGENERAL;

@@ -14,6 +14,7 @@ typedef enum {
     AURA_DB_PROJECT_ROLE,
     AURA_DB_ORG_ROLE,
     AURA_DB_PROJECT_TOPOLOGY,
+    AURA_DB_KEY_TOUCH,
     AURA_DB_STMT_COUNT
 } aura_db_stmt_e;
 
@@ -28,6 +29,15 @@ int aura_db_configured(void);
 apr_status_t aura_db_query(request_rec *r, aura_db_stmt_e id,
                            const char *const *params,
                            struct pg_result **out);
+/* The same outside any request (the keys' last-used flush, a thread of
+ * the child): the deadline is AuraDBTimeout, the key store's breaker is
+ * neither asked nor fed (no request waits on this), failures are not
+ * logged here (the caller says what was lost).  *out is cleared with
+ * p.  APR_SUCCESS; APR_ENOTIMPL without AuraDBParams; APR_TIMEUP;
+ * APR_EGENERAL. */
+apr_status_t aura_db_query_bg(server_rec *s, apr_pool_t *p,
+                              aura_db_stmt_e id, const char *const *params,
+                              struct pg_result **out);
 /* aura_store_retry_after (aura.h): the Retry-After of a 503
  * store-unavailable after aura_db_query() failed for r: the breaker's
  * cooldown left, else "1". */

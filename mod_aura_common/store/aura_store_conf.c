@@ -8,6 +8,7 @@
  */
 #include "core/aura_module.h"
 #include "core/aura_config.h"
+#include "auth/aura_keylife.h"
 #include "nats/aura_subject.h"
 #include "store/aura_store_conf.h"
 
@@ -98,5 +99,21 @@ const char *aura_set_invalidation_subject(cmd_parms *cmd, void *dummy,
                             cmd->cmd->name, arg);
     }
     aura_cmd_server_conf(cmd)->key_invalidation_subject = arg;
+    return NULL;
+}
+
+/* A Location's group for scoped keys (issue #32): a name a key's scopes
+ * can hold, so the same rule as theirs (aura_keylife.h).  A Location
+ * without one is reached by the keys whose scopes name its service. */
+const char *aura_set_key_scope(cmd_parms *cmd, void *dirv, const char *arg)
+{
+    aura_dir_conf_t *d = dirv;
+
+    if (!aura_key_scope_name_ok(arg, strlen(arg))) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not a scope name "
+                            "(1 to %d of [A-Za-z0-9._-])", cmd->cmd->name,
+                            arg, AURA_KEY_SCOPE_MAX);
+    }
+    d->key_scope = arg;
     return NULL;
 }

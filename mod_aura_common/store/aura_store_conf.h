@@ -16,6 +16,7 @@
 #define AURA_DEFAULT_KEY_CACHE_STALE   apr_time_from_sec(300)
 #define AURA_DEFAULT_KEY_CACHE_SIZE    4096
 #define AURA_DEFAULT_KEY_INVALIDATION  "aura.keys.invalidate"
+#define AURA_DEFAULT_KEY_LAST_USED     apr_time_from_sec(60)
 
 static APR_INLINE int aura_conf_db_pool_max(const aura_server_conf_t *c)
 {
@@ -57,6 +58,15 @@ aura_conf_key_invalidation_subject(const aura_server_conf_t *c)
                                        : AURA_DEFAULT_KEY_INVALIDATION;
 }
 
+/* AuraKeyLastUsedInterval: how often a child writes the last-used time
+ * of the keys it accepted (0: never). */
+static APR_INLINE apr_interval_time_t
+aura_conf_key_last_used(const aura_server_conf_t *c)
+{
+    return c->key_last_used != AURA_UNSET ? c->key_last_used
+                                          : AURA_DEFAULT_KEY_LAST_USED;
+}
+
 const char *aura_set_db_params(cmd_parms *cmd, void *dummy,
                                const char *arg);
 const char *aura_set_db_pool_max(cmd_parms *cmd, void *dummy,
@@ -67,6 +77,7 @@ const char *aura_set_key_cache_size(cmd_parms *cmd, void *dummy,
                                     const char *arg);
 const char *aura_set_invalidation_subject(cmd_parms *cmd, void *dummy,
                                           const char *arg);
+const char *aura_set_key_scope(cmd_parms *cmd, void *dirv, const char *arg);
 
 /* The command table's entries (mod_aura_common.c assembles the table). */
 #define AURA_STORE_DIRECTIVES \
@@ -94,6 +105,14 @@ const char *aura_set_invalidation_subject(cmd_parms *cmd, void *dummy,
     AP_INIT_TAKE1("AuraKeyInvalidationSubject", aura_set_invalidation_subject, \
                   NULL, RSRC_CONF, \
                   "NATS subject of key invalidations (payload: a project " \
-                  "id)")
+                  "id)"), \
+    AP_INIT_TAKE1("AuraKeyLastUsedInterval", aura_set_store_time, \
+                  (void *)APR_OFFSETOF(aura_server_conf_t, key_last_used), \
+                  RSRC_CONF, \
+                  "How often each child writes the last-used time of the " \
+                  "API keys it accepted (0: never)"), \
+    AP_INIT_TAKE1("AuraKeyScope", aura_set_key_scope, NULL, ACCESS_CONF, \
+                  "The group name an API key's scopes may name to call " \
+                  "this Location")
 
 #endif /* AURA_STORE_CONF_H */

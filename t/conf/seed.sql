@@ -38,4 +38,20 @@ select project_id, encode(sha256(convert_to(k, 'UTF8')), 'hex'), role,
     ('proj-mongo', 'ak_test_mongo_0123456789abcdef',    'anon',         null)
   ) as v (project_id, k, role, revoked_at);
 
+-- The key lifecycle (issue #32, t/data/key_lifecycle.t,
+-- t/data/key_last_used.t, t/mgmt/key_grace.t): expiry and scopes.
+insert into api_keys (project_id, key_hash, role, expires_at, scopes)
+select 'proj-a', encode(sha256(convert_to(k, 'UTF8')), 'hex'), 'anon',
+       expires_at, scopes
+  from (values
+    ('ak_test_expired_0123456789abcdef',  now() - interval '1 day', null),
+    ('ak_test_scope_fn_0123456789abcdef', null, '{functions}'::text[]),
+    ('ak_test_scope_grp_0123456789abcdef', null, '{reports,auth}'::text[]),
+    ('ak_test_scope_none_0123456789abcdef', null, '{}'::text[]),
+    -- Tests change these while the server runs.
+    ('ak_test_expiring_0123456789abcdef', null, null),
+    ('ak_test_graceold_0123456789abcdef', null, null),
+    ('ak_test_lastused_0123456789abcdef', null, null)
+  ) as v (k, expires_at, scopes);
+
 commit;
