@@ -552,6 +552,7 @@ int aura_console_controls_page(request_rec *r, const char *rest)
     ap_rputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
              "<meta name=\"viewport\" content=\"width=device-width\">"
              "<title>Incident controls</title>"
+             "<link rel=\"icon\" href=\"assets/icon.svg\">"
              "<link rel=\"stylesheet\" href=\"assets/controls.css\">"
              "<script src=\"assets/controls.js\" defer></script>"
              "</head><body>\n<p><a href=\"./\">&larr; console</a></p>\n"
