@@ -12,7 +12,9 @@
 #   child's id, no two alike in their first 8, each subscribed literally
 #   (no wildcard) before its request and unsubscribed after;
 # - 6 clients at once, 20 requests each: every reply is its own, and
-#   once they are answered the gateway holds no inbox subscription;
+#   once they are answered the gateway holds no request inbox
+#   subscription (the one other inbox it holds is the incident controls'
+#   sync inbox of its child, for the child's life);
 # - two replies that come after their 1 s budget (504) find nobody
 #   listening: the next requests get their own replies, and still no
 #   inbox subscription is left.
@@ -32,7 +34,7 @@ use Aura::Test qw(t_dir private_httpd wait_until free_port);
 use Aura::SecureNats qw(nats_server stop_server);
 use Aura::Load qw(fan_out);
 
-plan tests => 11;
+plan tests => 12;
 
 my $d = tempdir(CLEANUP => 1);
 chmod 0755, $d;
@@ -86,14 +88,21 @@ my $ua = LWP::UserAgent->new(timeout => 10);
 
 # The inbox subscriptions the gateway holds, from nats-server's
 # monitoring port.
-sub inbox_subs {
+# The inbox subscriptions the gateway holds: a request's,
+# "_INBOX.<child>.<32 hex digits>", and others (the incident controls'
+# sync inbox: one per child, "_INBOX.<nuid>", for as long as the child
+# lives).
+sub inboxes {
     my $res = $ua->get("http://127.0.0.1:$mport/connz?subs=1");
-    return -1 unless $res->is_success;
-    my $n = 0;
-    for my $c (@{ decode_json($res->decoded_content)->{connections} || [] }) {
-        $n += grep { /^_INBOX\./ } @{ $c->{subscriptions_list} || [] };
-    }
-    return $n;
+    return () unless $res->is_success;
+    return map { grep { /^_INBOX\./ } @{ $_->{subscriptions_list} || [] } }
+               @{ decode_json($res->decoded_content)->{connections} || [] };
+}
+sub inbox_subs {
+    return scalar grep { /^_INBOX\.[^.]+\.[0-9a-f]{32}$/ } inboxes();
+}
+sub standing_inboxes {
+    return scalar grep { !/^_INBOX\.[^.]+\.[0-9a-f]{32}$/ } inboxes();
 }
 
 # What the server's trace says so far: the reply subjects of the
@@ -152,7 +161,7 @@ my $sum = 0;
 $sum += $_ for @res;
 is($sum, 120, '6 clients x 20 requests at once: each got its own reply');
 ok(wait_until(3, sub { inbox_subs() == 0 }),
-   'once answered, the gateway holds no inbox subscription')
+   'once answered, the gateway holds no request inbox subscription')
     or diag('inbox subscriptions: ' . inbox_subs());
 
 # --- late replies: nobody listens ---------------------------------------------
@@ -165,6 +174,8 @@ $own = grep { own_reply($ua, "inbox-after-$tag-$_",
                         'X-Example-Delay-Ms' => 50) } 1 .. 20;
 is($own, 20, 'the next requests, while those replies come, get their own');
 ok(wait_until(3, sub { inbox_subs() == 0 }),
-   'and no inbox subscription is left');
+   'and no request inbox subscription is left');
+is(standing_inboxes(), 1,
+   'the one other inbox is the incident controls\' sync inbox of the child');
 unlike(`cat $dir/error.log`, qr/exit signal|Segmentation fault/,
        'no child died');
