@@ -33,15 +33,22 @@ my $h = hammer(url => "$base/v1/limit/tight/x", seconds => $secs,
                clients => 4, warmup => "$base/health");
 my $ok = $h->{codes}{404} || 0;
 my $refused = $h->{codes}{429} || 0;
+# The window the server saw demand in lies between the clients' inner
+# span (first answer to last request sent) and their outer one (first
+# request to last answer): GCRA's admissions lie between what it allows
+# over each, within 2 %.  On an idle machine the two differ by a few ms;
+# a loaded one stretches the requests' latency, which is between them.
 my $allowed = 20 + 50 * $h->{elapsed};
-diag(sprintf('tight: %d sent, %d admitted, %d refused in %.3f s; GCRA '
-             . 'allows %.1f', $h->{sent}, $ok, $refused, $h->{elapsed},
-             $allowed));
+my $least = 20 + 50 * $h->{inner};
+diag(sprintf('tight: %d sent, %d admitted, %d refused in %.3f s (inner '
+             . '%.3f s); GCRA allows %.1f to %.1f', $h->{sent}, $ok,
+             $refused, $h->{elapsed}, $h->{inner}, $least, $allowed));
 ok($refused > $ok, 'the clients asked for far more than the rate');
 is($ok + $refused, $h->{sent}, 'every answer is 404 (admitted) or 429');
-ok(abs($ok - $allowed) <= 0.02 * $allowed,
-   sprintf('admitted %d within 2 %% of %.1f (burst 20 + 50/s x %.3f s)',
-           $ok, $allowed, $h->{elapsed}));
+ok($ok <= 1.02 * $allowed && $ok >= 0.98 * $least,
+   sprintf('admitted %d within 2 %% of %.1f to %.1f (burst 20 + 50/s x '
+           . '%.3f to %.3f s)', $ok, $least, $allowed, $h->{inner},
+           $h->{elapsed}));
 
 # --- the 429 ---------------------------------------------------------------
 # The bucket was empty when the hammer stopped; a credit comes back every

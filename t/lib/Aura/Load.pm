@@ -67,17 +67,25 @@ sub hammer {
         $ua->get($o{warmup}, %$headers) if $o{warmup};
         my $start = time;
         my $deadline = $start + $secs;
+        my ($first_recv, $last_send);
         while (time < $deadline) {
+            $last_send = time;
             my $res = $ua->get($url, %$headers);
+            $first_recv //= time;
             $c{$res->code}++;
         }
-        return join(' ', $start, time, map { "$_=$c{$_}" } keys %c);
+        return join(' ', $start, time, $first_recv // $start,
+                    $last_send // $start, map { "$_=$c{$_}" } keys %c);
     });
+    my ($inner_from, $inner_to);
     for my $line (@lines) {
-        my ($start, $end, @counts) = split / /, $line;
-        next unless defined $end;
+        my ($start, $end, $first_recv, $last_send, @counts) = split / /, $line;
+        next unless defined $last_send;
         $first = $start if !defined $first || $start < $first;
         $last = $end if !defined $last || $end > $last;
+        $inner_from = $first_recv
+            if !defined $inner_from || $first_recv < $inner_from;
+        $inner_to = $last_send if !defined $inner_to || $last_send > $inner_to;
         for (@counts) {
             my ($code, $n) = split /=/;
             $codes{$code} += $n if defined $n;
@@ -85,8 +93,15 @@ sub hammer {
     }
     my $sent = 0;
     $sent += $_ for values %codes;
+    # elapsed: from the first request sent to the last answer received,
+    # the longest the server can have seen demand for; inner: from the
+    # first answer received to the last request sent, the shortest (the
+    # requests' own latency, which a loaded machine stretches, is outside
+    # it).  A limiter's admissions lie between what each allows.
+    my $inner = defined $inner_to ? $inner_to - $inner_from : 0;
     return { codes => \%codes, sent => $sent,
-             elapsed => defined $first ? $last - $first : 0 };
+             elapsed => defined $first ? $last - $first : 0,
+             inner => $inner > 0 ? $inner : 0 };
 }
 
 # /health with AuraHealthDetail On at $base (http://host:port), decoded.
