@@ -25,6 +25,7 @@
 #include "auth/aura_identity.h"
 #include "auth/aura_jwks.h"
 #include "control/aura_control.h"
+#include "control/aura_revoke.h"
 #include "auth/aura_jwt.h"
 #include "auth/aura_jwt_conf.h"
 #include "core/aura_config.h"
@@ -480,7 +481,7 @@ static int auth_bearer(request_rec *r, const aura_token_policy_t *policy)
     aura_jwt_claims_t claims;
     aura_jwt_result_e res;
     const char *token;
-    int malformed;
+    int malformed, rc;
 
     token = bearer_token(r, &malformed);
     if (malformed) {
@@ -523,6 +524,11 @@ static int auth_bearer(request_rec *r, const aura_token_policy_t *policy)
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, AURA_LOGNO(00053)
                       "bearer token refused: %s", aura_jwt_result_text(res));
         return refuse_token(r, aura_jwt_result_text(res));
+    }
+    /* Verified, so its sub, sid and jti are its issuer's word. */
+    if ((rc = aura_revoke_check(r, &claims)) != OK) {
+        apr_table_unset(r->headers_in, "Authorization");
+        return rc;
     }
     rq->actor = claims.sub;
     rq->role = "authenticated";

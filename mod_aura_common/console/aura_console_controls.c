@@ -237,7 +237,7 @@ static const char *parse_post(apr_pool_t *p, json_t *o, post_t *q)
     }
     if (!(q->kind = aura_control_kind_of(kind))) {
         return "unknown kind (maintenance, block, drain, breaker, rate, "
-               "quota)";
+               "quota, revoke)";
     }
     if (!(v = json_object_get(o, "ttl")) || parse_ttl(v, &q->ttl)) {
         return "\"ttl\" is required: seconds, or 30s, 10m, 2h, 1d; "
