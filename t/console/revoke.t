@@ -11,7 +11,8 @@
 #   - a token of the same sub issued after the revocation's time works,
 #     the same sub of another project too, another sid or jti too;
 #   - console tokens on A's management plane (scope mgmt) too;
-#   - a revocation that expires stops refusing.
+#   - a revocation that expires stops refusing;
+#   - refusals cost no Postgres query (A's key store misses counted).
 #
 # On the code before: kind revoke is unknown (400), nothing is revoked.
 use strict;
@@ -30,7 +31,7 @@ use Time::HiRes qw(time sleep);
 use Aura::Test qw(wait_until private_httpd json_body mint console_token
                   new_reqid exec_count problem_ok ANON_KEY);
 
-plan tests => 42;
+plan tests => 43;
 
 my $MONGO = 'ak_test_mongo_0123456789abcdef';     # proj-mongo
 my $cfg = Apache::Test::config();
@@ -144,6 +145,31 @@ is(code_on($b, token('rv-alice', $old, '--project', 'proj-mongo'), $MONGO),
    200, "sub: another project's same sub is not revoked");
 is(code_on($b, token('rv-alice2', $old, '--project', 'proj-a')), 200,
    'sub: another sub is not revoked');
+
+# No Postgres per request: A's key store misses (the only path to
+# Postgres on a data-plane request) over 100 refused requests.  The
+# test server's AuraKeyCacheTTL is 1 s, so each child misses the key
+# about once a second (the API key's lookup, not the revocation's): a
+# few misses per second of the loop; one per request would be 100.
+my $mtoken = do { local (@ARGV, $/) = $ENV{AURA_TEST_METRICS_TOKEN_FILE}; <> };
+$mtoken =~ s/\s+$//;
+sub misses {
+    my $m = req(GET => "$a_data/metrics", undef,
+                Authorization => "Bearer $mtoken")->content;
+    return $m =~ /^aura_key_cache_lookups_total\{result="miss"\} (\d+)/m
+           ? $1 : -1;
+}
+my $m0 = misses();
+my $loop = time;
+my $refused = 0;
+for (1 .. 100) {
+    $refused++ if (call($a_data, $alice))[0]->code == 401;
+}
+my $m1 = misses();
+diag(sprintf('100 revoked requests on A in %.2f s: %d refused, key '
+             . 'store misses %d -> %d', time - $loop, $refused, $m0, $m1));
+ok($refused == 100 && $m0 >= 0 && $m1 - $m0 < 50,
+   'sub: 100 refusals cost no Postgres query each');
 
 # --- by sid and jti -----------------------------------------------------------
 my $s1 = token('rv-bob', $old, '--project', 'proj-a', '--claim', 'sid="s-1"');
