@@ -51,6 +51,7 @@
 #include "store/aura_store_conf.h"
 #include "trace/aura_exporter.h"
 #include "trace/aura_trace_conf.h"
+#include "auth/aura_logout.h"
 
 #include "http_request.h"
 #include "http_core.h"
@@ -74,6 +75,7 @@ static const command_rec aura_cmds[] = {
     AURA_AUDIT_DIRECTIVES,
     AURA_CONTROL_DIRECTIVES,
     AURA_FLEET_DIRECTIVES,
+    AURA_LOGOUT_DIRECTIVES,
     { NULL }
 };
 
@@ -232,6 +234,7 @@ static void aura_register_hooks(apr_pool_t *p)
     ap_hook_handler(aura_health_handler, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_handler(aura_metrics_handler, NULL, NULL, APR_HOOK_MIDDLE);
     ap_hook_handler(aura_console_handler, NULL, NULL, APR_HOOK_MIDDLE);
+    ap_hook_handler(aura_logout_handler, NULL, NULL, APR_HOOK_MIDDLE);
     /* Before mod_proxy's fixups, which canonicalize the URL the /v1/db
      * router may just have set. */
     ap_hook_fixups(aura_route_fixups, NULL, before_proxy, APR_HOOK_FIRST);

@@ -25,6 +25,7 @@
 #include "auth/aura_identity.h"
 #include "auth/aura_jwks.h"
 #include "control/aura_control.h"
+#include "control/aura_revoke.h"
 #include "auth/aura_jwt.h"
 #include "auth/aura_jwt_conf.h"
 #include "core/aura_config.h"
@@ -411,6 +412,47 @@ static aura_jwt_result_e verify(request_rec *r, aura_jwt_state_t *st,
     return res;
 }
 
+/* verify(), and again once with the keys another child or a refresh
+ * published when the token names a kid this child does not know. */
+static aura_jwt_result_e verify_fresh(request_rec *r, aura_jwt_state_t *st,
+                                      aura_jwt_policy_t *pol,
+                                      const char *token,
+                                      aura_jwt_claims_t *claims)
+{
+    aura_jwt_result_e res = verify(r, st, pol, token, claims);
+
+    if (res == AURA_JWT_UNKNOWN_KID && st->slot >= 0
+        && (adopt_published(st) || (refresh_due(r, st)
+                                    && adopt_published(st)))) {
+        res = verify(r, st, pol, token, claims);
+    }
+    return res;
+}
+
+aura_jwt_result_e aura_jwks_verify(request_rec *r, const char *issuer,
+                                   const char *audience, const char *token,
+                                   aura_jwt_claims_t *claims)
+{
+    aura_jwt_state_t *st = aura_server_conf(r->server)->jwt;
+    aura_jwt_policy_t pol;
+
+    if (!st || !st->lock) {
+        memset(claims, 0, sizeof(*claims));
+        return AURA_JWT_UNKNOWN_KID;
+    }
+    /* The VirtualHost's keys, algorithms, leeway and bounds; the
+     * caller's issuer and audience, exactly (never unchecked). */
+    pol = st->policy;
+    pol.issuer = issuer;
+    pol.audience = audience;
+    pol.audience_exact = 0;
+    pol.audience_any = 1;
+    pol.require_sub = 0;
+    pol.project_claim = NULL;
+    pol.project = NULL;
+    return verify_fresh(r, st, &pol, token, claims);
+}
+
 static int refuse_token(request_rec *r, const char *why)
 {
     apr_table_setn(r->err_headers_out, "WWW-Authenticate",
@@ -480,7 +522,7 @@ static int auth_bearer(request_rec *r, const aura_token_policy_t *policy)
     aura_jwt_claims_t claims;
     aura_jwt_result_e res;
     const char *token;
-    int malformed;
+    int malformed, rc;
 
     token = bearer_token(r, &malformed);
     if (malformed) {
@@ -512,17 +554,17 @@ static int auth_bearer(request_rec *r, const aura_token_policy_t *policy)
     }
     pol.project_claim = policy->project_claim;
     pol.project = rq->project;
-    res = verify(r, st, &pol, token, &claims);
-    if (res == AURA_JWT_UNKNOWN_KID && st->slot >= 0
-        && (adopt_published(st) || (refresh_due(r, st)
-                                    && adopt_published(st)))) {
-        res = verify(r, st, &pol, token, &claims);
-    }
+    res = verify_fresh(r, st, &pol, token, &claims);
     if (res != AURA_JWT_OK) {
         apr_table_unset(r->headers_in, "Authorization");
         ap_log_rerror(APLOG_MARK, APLOG_INFO, 0, r, AURA_LOGNO(00053)
                       "bearer token refused: %s", aura_jwt_result_text(res));
         return refuse_token(r, aura_jwt_result_text(res));
+    }
+    /* Verified, so its sub, sid and jti are its issuer's word. */
+    if ((rc = aura_revoke_check(r, &claims)) != OK) {
+        apr_table_unset(r->headers_in, "Authorization");
+        return rc;
     }
     rq->actor = claims.sub;
     rq->role = "authenticated";

@@ -8,6 +8,7 @@
 
 #include "aura.h"
 #include "core/aura_config.h"
+#include "auth/aura_jwt.h"
 
 /* aura_jwks.c: JWT keys per VirtualHost, refreshed across children. */
 const char *aura_jwks_read_source(cmd_parms *cmd, aura_jwt_source_t *src);
@@ -18,5 +19,16 @@ void aura_jwks_child_init(apr_pool_t *pchild, server_rec *s);
  * aura_auth_bearer() verified r's token under a plane policy that lets
  * it travel (aura_token_policy_t.forward). */
 void aura_forward_credentials(request_rec *r, apr_table_t *headers);
+
+/**
+ * Verify a token other than a bearer credential (an OpenID Connect
+ * logout_token) with r's VirtualHost's keys, algorithms and leeway, by
+ * the same code as every token: the issuer must be exactly issuer, the
+ * audience (a string, or an array containing it) audience; sub is not
+ * required.  UNKNOWN_KID when the VirtualHost has no keys.
+ */
+aura_jwt_result_e aura_jwks_verify(request_rec *r, const char *issuer,
+                                   const char *audience, const char *token,
+                                   aura_jwt_claims_t *claims);
 
 #endif /* AURA_JWKS_H */

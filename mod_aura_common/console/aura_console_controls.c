@@ -237,7 +237,7 @@ static const char *parse_post(apr_pool_t *p, json_t *o, post_t *q)
     }
     if (!(q->kind = aura_control_kind_of(kind))) {
         return "unknown kind (maintenance, block, drain, breaker, rate, "
-               "quota)";
+               "quota, revoke)";
     }
     if (!(v = json_object_get(o, "ttl")) || parse_ttl(v, &q->ttl)) {
         return "\"ttl\" is required: seconds, or 30s, 10m, 2h, 1d; "
@@ -524,12 +524,14 @@ static const char page_form[] =
     "<label>Kind <select name=\"kind\">"
     "<option>maintenance</option><option>block</option>"
     "<option>drain</option><option>breaker</option><option>rate</option>"
-    "<option>quota</option></select></label>\n"
+    "<option>quota</option><option>revoke</option></select></label>\n"
     "<label>Target <input name=\"target\" required "
     "placeholder=\"/v1/storage/ | addr:192.0.2.0/24 | key:&lt;hash prefix&gt; "
-    "| actor:&lt;sub&gt; | service | zone | plan\"></label>\n"
+    "| actor:&lt;sub&gt; | service | zone | plan "
+    "| sub:&lt;project&gt;:&lt;sub&gt;\"></label>\n"
     "<label>Value <input name=\"value\" "
-    "placeholder=\"Retry-After s | open | closed | 10r/s | 100\">"
+    "placeholder=\"Retry-After s | open | closed | 10r/s | 100 "
+    "| issued-before epoch s\">"
     "</label>\n"
     "<label>For <input name=\"ttl\" required value=\"10m\"></label>\n"
     "<label>Reason <input name=\"reason\" maxlength=\"200\"></label>\n"

@@ -40,6 +40,7 @@
 #include "console/aura_console.h"
 #include "control/aura_control.h"
 #include "control/aura_control_conf.h"
+#include "control/aura_revoke_index.h"
 #include "auth/aura_apikey.h"
 #include "auth/aura_identity.h"
 #include "shm/aura_shm.h"
@@ -77,6 +78,12 @@ static entry_t *snap;
 static apr_uint64_t snap_cap;
 static volatile apr_uint64_t snap_gen;
 static volatile apr_uint32_t snap_count;
+/* The revocations in force (kind revoke), apart from snap: the request
+ * path looks a token up in this index (O(1)) instead of scanning them,
+ * and the early checks never see them.  Made with snap, under its
+ * lock; rcount atomic, for the fast path. */
+static aura_revoke_index_t *revokes;
+static volatile apr_uint32_t rcount;
 
 apr_status_t aura_control_pre_config(apr_pool_t *pconf)
 {
@@ -138,6 +145,7 @@ void aura_control_child_init(apr_pool_t *pchild, server_rec *s)
         return;
     }
     snap = apr_pcalloc(pchild, (apr_size_t)snap_cap * sizeof(*snap));
+    revokes = aura_revoke_index_make(pchild, snap_cap);
     rv = apr_global_mutex_child_init(&control_mutex,
                                      apr_global_mutex_lockfile(control_mutex),
                                      pchild);
@@ -333,21 +341,32 @@ static void refresh(aura_control_shm_t *t, aura_control_t *slots,
     if (g + 1 != apr_atomic_read64(&snap_gen)
         && lock() == APR_SUCCESS) {
         g = apr_atomic_read64(&t->generation);
+        aura_revoke_index_clear(revokes);
         for (i = 0; i < n && count < snap_cap; i++) {
-            if (aura_control_active(&slots[i], now)) {
+            if (!aura_control_active(&slots[i], now)) {
+                continue;
+            }
+            if (slots[i].kind == AURA_CONTROL_REVOKE) {
+                aura_revoke_index_add(revokes, slots[i].target,
+                                      apr_atoi64(slots[i].value),
+                                      slots[i].expires);
+            }
+            else {
                 compile(&snap[count++], &slots[i]);
             }
         }
         apr_global_mutex_unlock(control_mutex);
+        apr_atomic_set32(&rcount,
+                         (apr_uint32_t)aura_revoke_index_count(revokes));
         apr_atomic_set32(&snap_count, (apr_uint32_t)count);
         apr_atomic_set64(&snap_gen, g + 1);
     }
     pthread_rwlock_unlock(&snap_lock);
 }
 
-/* How many controls the child's copy holds, once it is current: the
- * fast path of every request. */
-static apr_uint32_t in_force(void)
+/* Make the child's copy current: one atomic read of each generation
+ * when it is.  0 without a table. */
+static int current(void)
 {
     aura_control_t *slots;
     apr_uint64_t n;
@@ -360,7 +379,35 @@ static apr_uint32_t in_force(void)
         != apr_atomic_read64(&snap_gen)) {
         refresh(t, slots, n);
     }
-    return apr_atomic_read32(&snap_count);
+    return 1;
+}
+
+/* How many controls the child's copy holds, once it is current: the
+ * fast path of every request. */
+static apr_uint32_t in_force(void)
+{
+    return current() ? apr_atomic_read32(&snap_count) : 0;
+}
+
+int aura_control_revocations(void)
+{
+    return current() && apr_atomic_read32(&rcount) > 0;
+}
+
+int aura_control_revoked(apr_pool_t *p, const char *scope,
+                         const char *sub, const char *sid, const char *jti,
+                         apr_int64_t iat)
+{
+    int what;
+
+    if (!aura_control_revocations()) {
+        return 0;
+    }
+    pthread_rwlock_rdlock(&snap_lock);
+    what = (int)aura_revoke_match(revokes, p, scope, sub, sid, jti, iat,
+                                  apr_time_now());
+    pthread_rwlock_unlock(&snap_lock);
+    return what;
 }
 
 /* ---- the checks ----------------------------------------------------- */

@@ -77,4 +77,16 @@ int aura_control_quota(const char *plan, apr_int64_t *limit);
  *  blocks actor:<its sub>, else OK. */
 int aura_control_actor(request_rec *r);
 
+/** 1 when some revocation (kind revoke) is in force: the fast path of
+ *  every request with a token (atomic reads, the copy made current). */
+int aura_control_revocations(void);
+
+/** Whether a token is revoked, looked up in the child's index of the
+ *  revocations in force (aura_revoke_match(), which says how): the
+ *  aura_revoke_e that revokes it, 0 when none.  No lock but the child's
+ *  read lock, no I/O; p for the targets' text. */
+int aura_control_revoked(apr_pool_t *p, const char *scope,
+                         const char *sub, const char *sid, const char *jti,
+                         apr_int64_t iat);
+
 #endif /* AURA_CONTROL_H */

@@ -6,6 +6,7 @@
  * both go through the same checks here.
  */
 #include "control/aura_control_record.h"
+#include "control/aura_revoke_index.h"
 
 #include "apr_strings.h"
 #include "apr_lib.h"
@@ -20,7 +21,8 @@
 #define SERVICE_MAX  32
 
 static const char *const kind_names[AURA_CONTROL_KINDS] = {
-    NULL, "maintenance", "block", "drain", "breaker", "rate", "quota"
+    NULL, "maintenance", "block", "drain", "breaker", "rate", "quota",
+    "revoke"
 };
 
 /* A zone name (AuraRateLimitZone) or a plan name: what the
@@ -413,6 +415,9 @@ const char *aura_control_canon(apr_pool_t *p, int kind, const char *target,
             strcpy(ctarget, target);
         }
         break;
+    case AURA_CONTROL_REVOKE:
+        /* Its value is part of its check: done there. */
+        return aura_revoke_canon(target, value, ctarget, cvalue);
     case AURA_CONTROL_DRAIN:
     case AURA_CONTROL_BREAKER:
         if (!service_ok(target)) {

@@ -44,6 +44,8 @@ typedef enum {
     AURA_CONTROL_BREAKER,       /* a service name; value open|closed */
     AURA_CONTROL_RATE,          /* a rate-limit zone; value <n>r/s|r/m */
     AURA_CONTROL_QUOTA,         /* a plan; value requests per window */
+    AURA_CONTROL_REVOKE,        /* sub:|sid:|jti:<scope>:<id>; value the
+                                   issue time revoked (aura_revoke_index.h) */
     AURA_CONTROL_KINDS
 } aura_control_kind_e;
 

@@ -219,6 +219,7 @@ void *aura_create_dir_conf(apr_pool_t *p, char *dir)
     d->stream_per_actor = AURA_UNSET;
     d->forward_token = AURA_UNSET;
     d->key_scope = NULL;
+    d->logout = NULL;
     return d;
 }
 
@@ -286,6 +287,7 @@ void *aura_merge_dir_conf(apr_pool_t *p, void *basev, void *addv)
                                     add->stream_per_actor);
     d->forward_token = merge_int(base->forward_token, add->forward_token);
     d->key_scope = merge_ptr(base->key_scope, add->key_scope);
+    d->logout = merge_ptr(base->logout, add->logout);
     return d;
 }
 

@@ -116,6 +116,8 @@ typedef struct {
     /* AuraKeyScope: the group name a scoped API key may name to call
      * this Location (aura_keylife.h); NULL unset. */
     const char *key_scope;
+    /* AuraBackchannelLogout (auth/aura_logout.h); NULL unset. */
+    const struct aura_logout_conf_t *logout;
 } aura_dir_conf_t;
 
 
