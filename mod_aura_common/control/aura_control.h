@@ -77,4 +77,8 @@ int aura_control_quota(const char *plan, apr_int64_t *limit);
  *  blocks actor:<its sub>, else OK. */
 int aura_control_actor(request_rec *r);
 
+/** Whether a block of this target ("key:<hash prefix>",
+ *  "actor:<sub>") is in force at now; callable outside a request (an
+ *  open stream's check, aura_streamend.c). */
+int aura_control_blocked(const char *target, apr_time_t now);
 #endif /* AURA_CONTROL_H */
