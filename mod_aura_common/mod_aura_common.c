@@ -17,6 +17,7 @@
 #include "auth/aura_jwt_conf.h"
 #include "auth/aura_keystore.h"
 #include "auth/aura_keyused.h"
+#include "resilience/aura_streamend.h"
 #include "core/aura_config.h"
 #include "core/aura_plane.h"
 #include "core/aura_reqid.h"
@@ -203,6 +204,7 @@ static void aura_child_init(apr_pool_t *pchild, server_rec *s)
     aura_db_child_init(pchild, s);
     aura_keystore_child_init(pchild, s);
     aura_keyused_child_init(pchild, s);
+    aura_streamend_child_init(pchild, s);
     aura_jwks_child_init(pchild, s);
     aura_redis_child_init(pchild, s);
     aura_dbrouter_child_init(pchild, s);
@@ -261,6 +263,9 @@ static void aura_register_hooks(apr_pool_t *p)
     aura_control_register();
     aura_control_nats_register();
     aura_keystore_register();
+    /* After the key store: an invalidation drops the cached keys
+     * first, then the open streams look theirs up again. */
+    aura_streamend_register();
     aura_http_register();
     aura_connlimit_register();
     aura_status_register();

@@ -568,6 +568,13 @@ static int auth_bearer(request_rec *r, const aura_token_policy_t *policy)
     }
     rq->actor = claims.sub;
     rq->role = "authenticated";
+    /* For a stream that must end with the token (aura_streamend.c). */
+    rq->priv->cred.token_sub = claims.sub;
+    /* The end a request would see: exp plus the leeway it is granted. */
+    rq->priv->cred.token_exp = claims.exp
+                               + (pol.leeway > 0 ? pol.leeway : 0);
+    rq->priv->cred.token_claims = claims.claims_json;
+    rq->priv->cred.token_scope = aura_revoke_scope(r);
     r->user = (char *)claims.sub;
     r->ap_auth_type = (char *)bearer_auth_type;
     if (!policy->forward) {

@@ -45,6 +45,7 @@
 #include "auth/aura_keylife.h"
 #include "auth/aura_keystore.h"
 #include "core/aura_config.h"
+#include "core/aura_request.h"
 #include "core/aura_siphash.h"
 #include "nats/aura_nats.h"
 #include "shm/aura_shm.h"
@@ -382,6 +383,41 @@ static int stale_get(request_rec *r, const apr_uint64_t tag[2],
     return 1;
 }
 
+/* The key r is admitted with, should r become a stream that must end
+ * with it (aura_streamend.c).  The last key looked up for r wins: the
+ * data plane's door looks up the query's other keys (to refuse a
+ * service_role one) before the key it admits the request with. */
+static void remember_key(request_rec *r, const key_slot_t *e,
+                         const aura_key_identity_t *id)
+{
+    aura_request_private_t *p = aura_request_private(r);
+
+    if (!p) {
+        return;
+    }
+    memcpy(p->cred.key_hash, e->hash, sizeof(p->cred.key_hash));
+    p->cred.key_actor = id->actor;
+    p->cred.key_project = id->project;
+    p->cred.key_expires = e->key_expires;
+}
+
+apr_status_t aura_keystore_recheck(server_rec *s, apr_pool_t *p,
+                                   const char *hash, apr_time_t *expires)
+{
+    const char *params[1] = { hash };
+    struct pg_result *res;
+    apr_status_t rv = aura_db_query_bg(s, p, AURA_DB_KEY_LOOKUP, params,
+                                       &res);
+
+    if (rv != APR_SUCCESS) {
+        return rv;
+    }
+    if (PQntuples(res) != 1) {
+        return APR_NOTFOUND;
+    }
+    return row_expiry(res, expires);
+}
+
 static apr_status_t key_lookup(request_rec *r, const char *key,
                                aura_key_identity_t *id)
 {
@@ -436,6 +472,7 @@ static apr_status_t key_lookup(request_rec *r, const char *key,
     id->key_role = apr_pstrdup(r->pool, e.role);
     id->expires_at = e.key_expires;
     id->scopes = e.has_scopes ? apr_pstrdup(r->pool, e.scopes) : NULL;
+    remember_key(r, &e, id);
     /* The clock now, after any wait for the store: a key is over at its
      * expiry whatever path answered. */
     if (aura_key_expired(e.key_expires, apr_time_now())) {

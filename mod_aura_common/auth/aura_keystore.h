@@ -20,6 +20,12 @@ void aura_keystore_register(void);
  * accepted since the last call, as a Postgres text[] literal
  * ("{h1,h2}") in p; their flags are cleared.  *n: how many. */
 char *aura_keystore_take_used(apr_pool_t *p, int max, int *n);
+/* The key store's word on a key now, outside any request (an open
+ * stream's check, aura_streamend.c): APR_SUCCESS with its expires_at
+ * (0: none), APR_NOTFOUND (unknown or revoked), anything else when the
+ * store did not answer (aura_db_query_bg). */
+apr_status_t aura_keystore_recheck(server_rec *s, apr_pool_t *p,
+                                   const char *hash, apr_time_t *expires);
 void aura_nats_publish_invalidation(request_rec *r, const char *project);
 
 #endif /* AURA_KEYSTORE_H */

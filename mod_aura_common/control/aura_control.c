@@ -597,6 +597,13 @@ AURA_DECLARE(int) aura_control_key(request_rec *r, const char *key)
     return refuse_blocked(r, &e);
 }
 
+int aura_control_blocked(const char *target, apr_time_t now)
+{
+    entry_t e;
+
+    return target && blocked(target, now, &e);
+}
+
 int aura_control_actor(request_rec *r)
 {
     aura_request_t *rq = aura_request_get(r);

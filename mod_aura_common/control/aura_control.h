@@ -89,4 +89,8 @@ int aura_control_revoked(apr_pool_t *p, const char *scope,
                          const char *sub, const char *sid, const char *jti,
                          apr_int64_t iat);
 
+/** Whether a block of this target ("key:<hash prefix>",
+ *  "actor:<sub>") is in force at now; callable outside a request (an
+ *  open stream's check, aura_streamend.c). */
+int aura_control_blocked(const char *target, apr_time_t now);
 #endif /* AURA_CONTROL_H */

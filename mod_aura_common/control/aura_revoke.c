@@ -54,34 +54,44 @@ static int refuse_revoked(request_rec *r, int what)
     return HTTP_UNAUTHORIZED;
 }
 
-int aura_revoke_check(request_rec *r, const aura_jwt_claims_t *claims)
+int aura_revoked_claims(apr_pool_t *p, const char *scope, const char *sub,
+                        const char *claims_json)
 {
-    const char *scope, *sid, *jti;
+    const char *sid, *jti;
     apr_int64_t iat = -1;
     json_t *o, *v;
-    int what;
 
-    if (!aura_control_revocations() || !claims->claims_json) {
-        return OK;
-    }
-    if (!(scope = aura_revoke_scope(r))) {
-        return OK;
+    if (!aura_control_revocations() || !scope || !claims_json) {
+        return 0;
     }
     /* The verifier read these already; it keeps only what every caller
      * needs, so the three are read again, and only here. */
-    o = json_loads(claims->claims_json, 0, NULL);
+    o = json_loads(claims_json, 0, NULL);
     if (!json_is_object(o)) {
         json_decref(o);
-        return OK;
+        return 0;
     }
-    sid = str_claim(r->pool, o, "sid");
-    jti = str_claim(r->pool, o, "jti");
+    sid = str_claim(p, o, "sid");
+    jti = str_claim(p, o, "jti");
     v = json_object_get(o, "iat");
     if (json_is_number(v) && json_number_value(v) >= 0) {
         iat = (apr_int64_t)json_number_value(v);
     }
     json_decref(o);
-    what = aura_revoked(r->pool, scope, claims->sub, sid, jti, iat);
+    return aura_revoked(p, scope, sub, sid, jti, iat);
+}
+
+int aura_revoke_check(request_rec *r, const aura_jwt_claims_t *claims)
+{
+    const char *scope;
+    int what;
+
+    if (!aura_control_revocations() || !claims->claims_json) {
+        return OK;
+    }
+    scope = aura_revoke_scope(r);
+    what = aura_revoked_claims(r->pool, scope, claims->sub,
+                               claims->claims_json);
     if (!what) {
         return OK;
     }

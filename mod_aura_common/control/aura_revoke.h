@@ -28,6 +28,14 @@
 int aura_revoked(apr_pool_t *p, const char *scope, const char *sub,
                  const char *sid, const char *jti, apr_int64_t iat);
 
+/**
+ * aura_revoked() on a verified token's payload (its JSON): sid, jti and
+ * iat read from it.  0 at once when no revocation is in force.  For an
+ * open stream's check (resilience/aura_streamend.c) and the request's.
+ */
+int aura_revoked_claims(apr_pool_t *p, const char *scope, const char *sub,
+                        const char *claims_json);
+
 /** The scope of r's token: AURA_REVOKE_SCOPE_MGMT on the management
  *  plane, the request's project on the data plane (NULL: none). */
 const char *aura_revoke_scope(request_rec *r);

@@ -37,6 +37,20 @@ typedef struct aura_route_t {
 } aura_route_t;
 
 /** What mod_aura_common keeps of a request besides aura_request_t. */
+/** The credential a request was admitted with (issue #32 point 3),
+ *  kept for a stream that must end with it (aura_streamend.c).  Strings
+ *  live in r->pool. */
+typedef struct {
+    char key_hash[65];        /**< the key store's SHA-256; "" no key */
+    const char *key_actor;    /**< key:<hash prefix>, NULL no key */
+    const char *key_project;
+    apr_time_t key_expires;   /**< 0: none */
+    const char *token_sub;    /**< NULL: no verified token */
+    apr_time_t token_exp;
+    const char *token_claims; /**< the token's payload JSON */
+    const char *token_scope;  /**< its revocation scope (aura_revoke.h) */
+} aura_cred_t;
+
 typedef struct aura_request_private_t {
     aura_route_t route;
     /** The problem a stage refused with (aura_problem_note()), and the
@@ -71,6 +85,13 @@ typedef struct aura_request_private_t {
     /** The HTTP path's upstream span (aura_httpproxy.c): its index + 1,
      *  0 none. */
     int http_span;
+    /** The key and the token r was admitted with (aura_keystore.c and
+     *  aura_jwks.c set them; aura_streamend.c reads them). */
+    aura_cred_t cred;
+    /** The HTTP path's watch of a stream's credential
+     *  (aura_streamend.c), taken when mod_proxy connects, released by
+     *  request_status() or with r->pool. */
+    struct aura_streamend_t *http_watch;
 } aura_request_private_t;
 
 /** A new state for r, set in its request_config; never NULL. */

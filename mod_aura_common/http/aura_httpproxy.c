@@ -41,6 +41,7 @@
 #include "resilience/aura_breaker.h"
 #include "resilience/aura_bulkhead.h"
 #include "resilience/aura_gone.h"
+#include "resilience/aura_streamend.h"
 #include "resilience/aura_streams.h"
 #include "shm/aura_shm.h"
 #include "trace/aura_tracing.h"
@@ -320,6 +321,10 @@ int aura_http_fixups(request_rec *r, const aura_route_t *route)
      * long-lived budget instead (aura_streams.c). */
     if (d->streaming == 1 || wants_websocket(r)) {
         rc = aura_stream_enter(r, d->service, &slot);
+        /* The stream's upstream connection is its own, never pooled:
+         * the stream's watch may shut its socket down when the
+         * credential dies (aura_streamend.c). */
+        apr_table_setn(r->subprocess_env, "proxy-nokeepalive", "1");
     }
     else {
         rc = aura_cap_enter(r, d->service, &slot);
@@ -350,6 +355,8 @@ static int request_status(int *status, request_rec *r)
     hold = p->http_hold;
     /* mod_proxy is done with the upstream (and with this worker). */
     aura_cap_leave(p->http_slot);
+    aura_streamend_unwatch(p->http_watch);
+    p->http_watch = NULL;
     switch (*status) {
     case OK:
         aura_breaker_verdict(hold, aura_breaker_status_ok(r->status));
@@ -433,11 +440,16 @@ static int streaming_route(request_rec *r)
     return is_ours(r) && aura_dir_conf(r)->streaming == 1;
 }
 
+static void watch_stream(request_rec *r, request_rec *rp);
+
 static int create_req(request_rec *r, request_rec *rp)
 {
     const aura_dir_conf_t *d;
     stream_ctx_t *ctx = NULL;
 
+    if (is_ours(r) && (streaming_route(r) || wants_websocket(r))) {
+        watch_stream(r, rp);
+    }
     if (!streaming_route(r)) {
         return OK;
     }
@@ -452,6 +464,166 @@ static int create_req(request_rec *r, request_rec *rp)
     ctx->idle = io_timeout(d);
     apr_socket_timeout_set(ctx->sock, d->stream_first_byte);
     return OK;
+}
+
+/* ---- streams that end with their credential --------------------------
+ * The watch (aura_streamend.c) shuts the upstream's socket down when
+ * the credential dies; mod_proxy, waiting on it, wakes up on this very
+ * thread and ends the response (EOF: it finishes it; a broken chunked
+ * body: an error bucket and EOS).  Here the end becomes the client's:
+ *   - an SSE stream (text/event-stream) ends cleanly: whatever was read
+ *     before, then a final event "aura-stream-end" whose data is the
+ *     reason, then the last chunk (the error bucket is dropped, so the
+ *     chunk filter writes it); an EventSource sees the event, then the
+ *     end, and reconnects with its credential: refused if dead;
+ *   - another streaming response is aborted as at its maximum duration
+ *     (no last chunk: the client knows it was cut short);
+ *   - a WebSocket tunnel bypasses the request's filters: an input
+ *     filter on the upstream connection (the tunnel reads through it)
+ *     puts a close frame 1008 (policy violation) after the last whole
+ *     frame, then says EOF; the tunnel half-closes the client side, the
+ *     client answers the close, and both connections close. */
+
+#define WS_END_FILTER "AURA_WS_END"
+
+typedef struct {
+    aura_streamend_t *watch;
+    aura_ws_tracker_t tracker;
+    int untrackable;           /* framing not followed: no close frame */
+    int closed;                /* the close frame is out: EOF from now */
+} ws_end_ctx_t;
+
+static ap_filter_rec_t *ws_end_filter;
+
+static void track_brigade(ws_end_ctx_t *ctx, apr_bucket_brigade *bb)
+{
+    apr_bucket *b;
+
+    for (b = APR_BRIGADE_FIRST(bb);
+         b != APR_BRIGADE_SENTINEL(bb) && !ctx->untrackable;
+         b = APR_BUCKET_NEXT(b)) {
+        const char *data;
+        apr_size_t len;
+
+        if (APR_BUCKET_IS_METADATA(b)) {
+            continue;
+        }
+        if (apr_bucket_read(b, &data, &len, APR_BLOCK_READ) != APR_SUCCESS
+            || aura_ws_track(&ctx->tracker, (const unsigned char *)data,
+                             len) != 0) {
+            ctx->untrackable = 1;
+        }
+    }
+}
+
+static apr_status_t ws_end_in_filter(ap_filter_t *f, apr_bucket_brigade *bb,
+                                     ap_input_mode_t mode,
+                                     apr_read_type_e block,
+                                     apr_off_t readbytes)
+{
+    ws_end_ctx_t *ctx = f->ctx;
+    apr_status_t rv;
+    int reason;
+
+    if (ctx->closed) {
+        return APR_EOF;
+    }
+    rv = ap_get_brigade(f->next, bb, mode, block, readbytes);
+    if (rv == APR_SUCCESS) {
+        track_brigade(ctx, bb);
+    }
+    reason = aura_streamend_reason(ctx->watch);
+    if (!reason) {
+        return rv;
+    }
+    if (rv == APR_SUCCESS && !APR_BRIGADE_EMPTY(bb)
+        && !aura_ws_at_boundary(&ctx->tracker)) {
+        return rv;             /* the frame in flight goes first */
+    }
+    ctx->closed = 1;
+    if (ctx->untrackable || !aura_ws_at_boundary(&ctx->tracker)) {
+        /* A frame broken off: no frame of ours inside it, only EOF. */
+        return APR_SUCCESS == rv && !APR_BRIGADE_EMPTY(bb) ? rv : APR_EOF;
+    }
+    {
+        unsigned char frame[AURA_WS_CLOSE_MAX];
+        apr_size_t n = aura_ws_close_frame(frame, AURA_WS_CLOSE_POLICY,
+                                           aura_end_reason_name(reason));
+
+        if (rv != APR_SUCCESS) {
+            apr_brigade_cleanup(bb);
+        }
+        APR_BRIGADE_INSERT_TAIL(bb, apr_bucket_heap_create(
+            (const char *)frame, n, NULL, bb->bucket_alloc));
+    }
+    return APR_SUCCESS;
+}
+
+/* mod_proxy is about to read the upstream's answer (its create_req
+ * hook): the connection is known, the stream is watched from now on. */
+static void watch_stream(request_rec *r, request_rec *rp)
+{
+    aura_request_private_t *p = aura_request_private(r);
+    apr_socket_t *sock = ap_get_conn_socket(rp->connection);
+    int ws = wants_websocket(r);
+    ws_end_ctx_t *ctx;
+
+    if (!p) {
+        return;
+    }
+    /* A retry on another connection: the earlier watch is over. */
+    aura_streamend_unwatch(p->http_watch);
+    /* WebSocket: the read side only, so that the client's close frame
+     * still reaches the service (which learns the session is over). */
+    p->http_watch = aura_streamend_watch(r, ws ? "websocket" : "http",
+                                         sock, ws ? APR_SHUTDOWN_READ
+                                                  : APR_SHUTDOWN_READWRITE);
+    if (!ws || !p->http_watch) {
+        return;
+    }
+    ctx = apr_pcalloc(r->pool, sizeof(*ctx));
+    ctx->watch = p->http_watch;
+    /* The upstream connection is never pooled (proxy-nokeepalive, set
+     * at fixups): the filter goes with it, never seen by another
+     * request. */
+    ap_add_input_filter_handle(ws_end_filter, ctx, NULL, rp->connection);
+}
+
+/* The credential died: the end of an HTTP stream as the client sees it
+ * (above). */
+static apr_status_t cred_end(ap_filter_t *f, apr_bucket_brigade *bb)
+{
+    request_rec *r = f->r;
+    int sse = aura_streamend_is_sse(r);
+    apr_bucket *b, *next;
+
+    for (b = APR_BRIGADE_FIRST(bb); b != APR_BRIGADE_SENTINEL(bb);
+         b = next) {
+        next = APR_BUCKET_NEXT(b);
+        if (AP_BUCKET_IS_ERROR(b) && sse) {
+            apr_bucket_delete(b);
+        }
+        else if (APR_BUCKET_IS_EOS(b)) {
+            if (sse) {
+                const char *ev = apr_pstrcat(r->pool,
+                    AURA_STREAMEND_SSE_EVENT,
+                    aura_end_reason_name(aura_streamend_reason(
+                        aura_request_private(r)->http_watch)),
+                    "\n\n", NULL);
+
+                APR_BUCKET_INSERT_BEFORE(b, apr_bucket_pool_create(
+                    ev, strlen(ev), r->pool, bb->bucket_alloc));
+            }
+            else {
+                APR_BUCKET_INSERT_BEFORE(b, ap_bucket_error_create(
+                    HTTP_BAD_GATEWAY, NULL, r->pool, bb->bucket_alloc));
+            }
+            r->connection->keepalive = AP_CONN_CLOSE;
+            ap_remove_output_filter(f);
+            break;
+        }
+    }
+    return ap_pass_brigade(f->next, bb);
 }
 
 static apr_status_t stream_out_filter(ap_filter_t *f, apr_bucket_brigade *bb)
@@ -473,6 +645,9 @@ static apr_status_t stream_out_filter(ap_filter_t *f, apr_bucket_brigade *bb)
             apr_socket_timeout_set(ctx->sock, ctx->idle);
             ctx->sock = NULL;
         }
+    }
+    if (aura_streamend_reason(aura_request_private(r)->http_watch)) {
+        return cred_end(f, bb);
     }
     if (!ctx->cut && apr_time_now() - r->request_time > max) {
         ctx->cut = 1;
@@ -581,4 +756,7 @@ void aura_http_register(void)
                                               AP_FTYPE_CONTENT_SET);
     slow_filter = ap_register_output_filter(SLOW_FILTER, slow_out_filter,
                                             NULL, AP_FTYPE_CONTENT_SET);
+    ws_end_filter = ap_register_input_filter(WS_END_FILTER,
+                                             ws_end_in_filter, NULL,
+                                             AP_FTYPE_CONNECTION);
 }

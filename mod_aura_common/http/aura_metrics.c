@@ -17,6 +17,7 @@
 #include "limit/aura_gcra_table.h"
 #include "resilience/aura_breaker_fsm.h"
 #include "resilience/aura_bulkhead.h"
+#include "resilience/aura_streamend.h"
 #include "resilience/aura_streams.h"
 #include "shm/aura_shm.h"
 #include "store/aura_db.h"
@@ -337,6 +338,7 @@ int aura_metrics_handler(request_rec *r)
     breakers(r);
     aura_cap_metrics(r);
     aura_stream_metrics(r);
+    aura_streamend_metrics(r);
     upstreams(r);
     tracing(r);
     return OK;

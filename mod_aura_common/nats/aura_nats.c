@@ -73,7 +73,10 @@ static int user_count;
 /* 1 once every user's child_init ran: from then on, (re)connections are
  * told to them (set in child_init, read on nats.c threads). */
 static volatile apr_uint32_t users_ready;
-static aura_nats_invalidation_fn *invalidation_fn;
+/* Who hears of a key invalidation: the key cache, the open streams
+ * (aura_streamend.c).  Set from register_hooks only. */
+#define MAX_INVALIDATION_FNS 2
+static aura_nats_invalidation_fn *invalidation_fns[MAX_INVALIDATION_FNS];
 /* Set by the child pool cleanup before the connection is destroyed, so
  * the disconnect that destroying causes is not reported as an outage. */
 static volatile int child_exiting;
@@ -392,14 +395,14 @@ static void on_invalidation(natsConnection *nc, natsSubscription *sub,
 {
     char project[AURA_ID_MAX + 1];   /* the longest project id: a
                                         longer payload is no project */
-    int len = natsMsg_GetDataLength(msg);
+    int len = natsMsg_GetDataLength(msg), i;
 
     (void)nc; (void)sub; (void)closure;
     if (len > 0 && len < (int)sizeof(project)) {
         memcpy(project, natsMsg_GetData(msg), (size_t)len);
         project[len] = '\0';
-        if (invalidation_fn) {
-            invalidation_fn(project);
+        for (i = 0; i < MAX_INVALIDATION_FNS && invalidation_fns[i]; i++) {
+            invalidation_fns[i](project);
         }
         ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, child_server,
                      AURA_LOGNO(00014) "key invalidation for project %s",
@@ -524,7 +527,14 @@ void aura_nats_add_user(const aura_nats_user_t *user)
 
 void aura_nats_on_invalidation(aura_nats_invalidation_fn *fn)
 {
-    invalidation_fn = fn;
+    int i;
+
+    for (i = 0; i < MAX_INVALIDATION_FNS; i++) {
+        if (!invalidation_fns[i] || invalidation_fns[i] == fn) {
+            invalidation_fns[i] = fn;
+            return;
+        }
+    }
 }
 
 natsConnection *aura_nats_conn(void)

@@ -23,9 +23,10 @@ typedef struct aura_nats_user_t {
     void (*connected)(struct __natsConnection *nc);
 } aura_nats_user_t;
 void aura_nats_add_user(const aura_nats_user_t *user);
-/* Who drops a project's cached keys when a rotation anywhere is
- * broadcast (the key store): called on a nats.c thread with the project
- * id.  Set from register_hooks. */
+/* Who hears when a rotation anywhere is broadcast (the key store drops
+ * the project's cached keys, the open streams check theirs again):
+ * called on a nats.c thread with the project id, in the order
+ * registered.  Set from register_hooks; at most two. */
 typedef void aura_nats_invalidation_fn(const char *project);
 void aura_nats_on_invalidation(aura_nats_invalidation_fn *fn);
 struct __natsConnection *aura_nats_conn(void);

@@ -48,6 +48,7 @@
 #include "nats/aura_stream.h"
 #include "nats/aura_subject.h"
 #include "resilience/aura_gone.h"
+#include "resilience/aura_streamend.h"
 #include "resilience/aura_streams.h"
 #include "shm/aura_shm.h"
 #include "nats/aura_envelope.h"
@@ -72,6 +73,7 @@ typedef struct {
     const char *ack_prefix;       /* AuraStreamAckPrefix */
     apr_off_t bytes;              /* body bytes handed to the client */
     apr_int64_t messages;         /* stream messages received */
+    aura_streamend_t *watch;      /* its credential's (aura_streamend.c) */
     /* The reply subject of the last message received, where a cancel
      * goes; a fixed buffer, so a long stream allocates nothing. */
     char last_reply[512];
@@ -315,6 +317,52 @@ static int cut_stream(stream_t *st, apr_interval_time_t max)
     return abort_stream(st);
 }
 
+/* The credential the stream was admitted with died (the watch of this
+ * child said why, counted and logged it): the service is told to stop,
+ * as for a client gone, and the client sees the end the HTTP path gives
+ * (aura_httpproxy.c): an SSE stream ends cleanly after a final event
+ * "aura-stream-end" naming the reason; any other body is aborted (no
+ * last chunk), as at its maximum duration. */
+static int cred_ended(stream_t *st)
+{
+    request_rec *r = st->r;
+    const char *ev;
+    int reason = aura_streamend_reason(st->watch);
+
+    r->connection->keepalive = AP_CONN_CLOSE;
+    if (!aura_streamend_is_sse(r)) {
+        return abort_stream(st);
+    }
+    cancel(st);
+    ev = apr_pstrcat(r->pool, AURA_STREAMEND_SSE_EVENT,
+                     aura_end_reason_name(reason), "\n\n", NULL);
+    (void)pass(st, ev, strlen(ev), 1);
+    return OK;
+}
+
+/* The next message, by until; with a watch, in slices of
+ * AURA_STREAMEND_TICK so that a dead credential ends a silent stream
+ * within a second of the watcher's verdict (*ended set). */
+static natsStatus wait_next(stream_t *st, apr_time_t until, natsMsg **m,
+                            int *gone, int *ended)
+{
+    for (;;) {
+        apr_time_t now = apr_time_now();
+        apr_time_t slice = st->watch && until - now > AURA_STREAMEND_TICK
+                           ? now + AURA_STREAMEND_TICK : until;
+        natsStatus s;
+
+        if (aura_streamend_reason(st->watch)) {
+            *ended = 1;
+            return NATS_TIMEOUT;
+        }
+        s = aura_inbox_next_unless_gone(st->r, st->inbox, slice, m, gone);
+        if (s != NATS_TIMEOUT || *gone || slice >= until) {
+            return s;
+        }
+    }
+}
+
 /* Checks one message after begin; returns 1 when it is the last one,
  * 0 for a middle one, -1 when the stream must abort (logged). */
 static int check_message(stream_t *st, natsMsg *m, apr_int64_t expected)
@@ -366,14 +414,16 @@ static int relay_rest(stream_t *st, apr_interval_time_t idle, natsStatus s)
     for (expected = 1; s == NATS_OK; expected++) {
         apr_time_t now = apr_time_now();
         natsMsg *m = NULL;
-        int last, gone = 0;
+        int last, gone = 0, ended = 0;
 
         if (now >= end) {
             return cut_stream(st, max);
         }
-        s = aura_inbox_next_unless_gone(r, st->inbox, now + idle < end
-                                                      ? now + idle : end,
-                                        &m, &gone);
+        s = wait_next(st, now + idle < end ? now + idle : end, &m, &gone,
+                      &ended);
+        if (ended) {
+            return cred_ended(st);
+        }
         if (gone) {
             /* Between two messages of a slow stream: cancelled now, not
              * at the next write nor after the idle budget. */
@@ -467,6 +517,8 @@ int aura_stream_relay(request_rec *r, aura_inbox_t *inbox,
         apr_table_clear(r->headers_out);
         return rc;
     }
+    /* From now on the stream ends with its credential. */
+    st.watch = aura_streamend_watch(r, "nats", NULL, 0);
     /* Headers now, with the begin message's bytes if any. */
     rv = pass(&st, body, body_len, 0);
     if (rv != APR_SUCCESS) {

@@ -19,6 +19,7 @@
 #include "limit/aura_quota_share.h"
 #include "limit/aura_readers.h"
 #include "resilience/aura_breaker_fsm.h"
+#include "resilience/aura_endrule.h"
 #include "resilience/aura_streamtab.h"
 
 /* aura_shm.c: the one segment that outlives graceful restarts. */
@@ -239,6 +240,9 @@ typedef struct {
      * log line of each. */
     volatile apr_uint64_t shed[AURA_SHED_CLASSES];
     volatile apr_uint64_t shed_logged[AURA_SHED_CLASSES];
+    /* Streams ended with their credential, by reason (aura_endrule.h,
+     * aura_streamend.c); [AURA_END_ALIVE] unused. */
+    volatile apr_uint64_t cred_ended[AURA_END_REASONS];
 } aura_cap_shm_t;
 /* One child's holdings: held[i] of in_flight[i], held[AURA_CAP_COUNTERS
  * + i] of streams[i].  owner: its pid, 0 free, with AURA_CAP_RECLAIM
