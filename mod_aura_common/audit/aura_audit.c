@@ -37,6 +37,7 @@
 #include "core/aura_module.h"
 #include "core/aura_config.h"
 #include "core/aura_request.h"
+#include "core/aura_mutex.h"
 #include "audit/aura_audit.h"
 #include "shm/aura_shm.h"
 #include "nats/aura_nats.h"
@@ -59,10 +60,6 @@
  * 8 KiB by default; a record holds the path once). */
 #define AUDIT_TAIL_MAX (64 * 1024)
 #define AUDIT_RETAINED_KEY "mod_aura_common-audit-1"
-
-typedef struct {
-    apr_global_mutex_t *mutex;
-} audit_retained_t;
 
 /* Written in post_config and child_init only. */
 static apr_global_mutex_t *audit_mutex;
@@ -388,26 +385,15 @@ AURA_DECLARE(apr_status_t) aura_audit_write(request_rec *r,
 /* The mutex, made once for the life of the httpd parent. */
 static apr_status_t make_mutex(server_rec *s)
 {
-    audit_retained_t *ret = ap_retained_data_get(AUDIT_RETAINED_KEY);
-    apr_status_t rv;
+    apr_status_t rv = aura_retained_mutex(s, AUDIT_RETAINED_KEY,
+                                          AURA_AUDIT_MUTEX_TYPE,
+                                          &audit_mutex);
 
-    if (!ret) {
-        ret = ap_retained_data_create(AUDIT_RETAINED_KEY, sizeof(*ret));
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_EMERG, rv, s, AURA_LOGNO(02002)
+                     "cannot create the %s mutex", AURA_AUDIT_MUTEX_TYPE);
     }
-    if (!ret->mutex) {
-        rv = ap_global_mutex_create(&ret->mutex, NULL,
-                                    AURA_AUDIT_MUTEX_TYPE, NULL, s,
-                                    s->process->pool, 0);
-        if (rv != APR_SUCCESS) {
-            ret->mutex = NULL;
-            ap_log_error(APLOG_MARK, APLOG_EMERG, rv, s, AURA_LOGNO(02002)
-                         "cannot create the %s mutex",
-                         AURA_AUDIT_MUTEX_TYPE);
-            return rv;
-        }
-    }
-    audit_mutex = ret->mutex;
-    return APR_SUCCESS;
+    return rv;
 }
 
 /* Say where the chain stands, so that an operator sees it at each

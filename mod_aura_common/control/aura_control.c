@@ -37,6 +37,7 @@
  */
 #include "core/aura_module.h"
 #include "core/aura_config.h"
+#include "core/aura_mutex.h"
 #include "console/aura_console.h"
 #include "control/aura_control.h"
 #include "control/aura_control_conf.h"
@@ -56,9 +57,6 @@
 
 #define CONTROL_RETAINED_KEY "mod_aura_common-control-1"
 
-typedef struct {
-    apr_global_mutex_t *mutex;
-} control_retained_t;
 
 /* One control in force, as a child matches it. */
 typedef struct {
@@ -110,29 +108,19 @@ static apr_status_t instance_id(aura_control_shm_t *t)
 
 apr_status_t aura_control_post_config(apr_pool_t *pconf, server_rec *s)
 {
-    control_retained_t *ret = ap_retained_data_get(CONTROL_RETAINED_KEY);
     aura_control_t *slots;
     apr_uint64_t n;
     aura_control_shm_t *t = aura_shm_control(&slots, &n);
     apr_status_t rv;
 
     (void)pconf;
-    if (!ret) {
-        ret = ap_retained_data_create(CONTROL_RETAINED_KEY, sizeof(*ret));
+    rv = aura_retained_mutex(s, CONTROL_RETAINED_KEY,
+                             AURA_CONTROL_MUTEX_TYPE, &control_mutex);
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_EMERG, rv, s, AURA_LOGNO(02200)
+                     "cannot create the %s mutex", AURA_CONTROL_MUTEX_TYPE);
+        return rv;
     }
-    if (!ret->mutex) {
-        rv = ap_global_mutex_create(&ret->mutex, NULL,
-                                    AURA_CONTROL_MUTEX_TYPE, NULL, s,
-                                    s->process->pool, 0);
-        if (rv != APR_SUCCESS) {
-            ret->mutex = NULL;
-            ap_log_error(APLOG_MARK, APLOG_EMERG, rv, s, AURA_LOGNO(02200)
-                         "cannot create the %s mutex",
-                         AURA_CONTROL_MUTEX_TYPE);
-            return rv;
-        }
-    }
-    control_mutex = ret->mutex;
     return t ? instance_id(t) : APR_EGENERAL;
 }
 

@@ -23,6 +23,7 @@
  * gone) is reused; if none is gone, the newcomer is dropped and counted
  * (full): the instances already shown stay shown.
  */
+#include "core/aura_mutex.h"
 #include "core/aura_module.h"
 #include "fleet/aura_fleet.h"
 #include "fleet/aura_fleet_table.h"
@@ -37,10 +38,6 @@
  * every breaker, fallback, node). */
 #define CHANGES_MAX (AURA_FLEET_BREAKERS + 8)
 
-typedef struct {
-    apr_global_mutex_t *mutex;
-} fleet_retained_t;
-
 /* Written in post_config and child_init only. */
 static apr_global_mutex_t *fleet_mutex;
 
@@ -52,25 +49,15 @@ apr_status_t aura_fleet_table_pre_config(apr_pool_t *pconf)
 
 apr_status_t aura_fleet_table_post_config(server_rec *s)
 {
-    fleet_retained_t *ret = ap_retained_data_get(FLEET_RETAINED_KEY);
-    apr_status_t rv;
+    apr_status_t rv = aura_retained_mutex(s, FLEET_RETAINED_KEY,
+                                          AURA_FLEET_MUTEX_TYPE,
+                                          &fleet_mutex);
 
-    if (!ret) {
-        ret = ap_retained_data_create(FLEET_RETAINED_KEY, sizeof(*ret));
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_EMERG, rv, s, AURA_LOGNO(02308)
+                     "cannot create the %s mutex", AURA_FLEET_MUTEX_TYPE);
     }
-    if (!ret->mutex) {
-        rv = ap_global_mutex_create(&ret->mutex, NULL, AURA_FLEET_MUTEX_TYPE,
-                                    NULL, s, s->process->pool, 0);
-        if (rv != APR_SUCCESS) {
-            ret->mutex = NULL;
-            ap_log_error(APLOG_MARK, APLOG_EMERG, rv, s, AURA_LOGNO(02308)
-                         "cannot create the %s mutex",
-                         AURA_FLEET_MUTEX_TYPE);
-            return rv;
-        }
-    }
-    fleet_mutex = ret->mutex;
-    return APR_SUCCESS;
+    return rv;
 }
 
 void aura_fleet_table_child_init(apr_pool_t *pchild, server_rec *s)
