@@ -429,7 +429,8 @@ static aura_jwt_result_e verify_fresh(request_rec *r, aura_jwt_state_t *st,
     return res;
 }
 
-aura_jwt_result_e aura_jwks_verify(request_rec *r, const char *issuer,
+aura_jwt_result_e aura_jwks_verify(request_rec *r, const char *typ,
+                                   const char *issuer,
                                    const char *audience, const char *token,
                                    aura_jwt_claims_t *claims)
 {
@@ -450,6 +451,7 @@ aura_jwt_result_e aura_jwks_verify(request_rec *r, const char *issuer,
     pol.require_sub = 0;
     pol.project_claim = NULL;
     pol.project = NULL;
+    pol.typ = typ;
     return verify_fresh(r, st, &pol, token, claims);
 }
 

@@ -25,9 +25,11 @@ void aura_forward_credentials(request_rec *r, apr_table_t *headers);
  * logout_token) with r's VirtualHost's keys, algorithms and leeway, by
  * the same code as every token: the issuer must be exactly issuer, the
  * audience (a string, or an array containing it) audience; sub is not
- * required.  UNKNOWN_KID when the VirtualHost has no keys.
+ * required; typ may be absent, "JWT" or the explicit type typ (NULL:
+ * none).  UNKNOWN_KID when the VirtualHost has no keys.
  */
-aura_jwt_result_e aura_jwks_verify(request_rec *r, const char *issuer,
+aura_jwt_result_e aura_jwks_verify(request_rec *r, const char *typ,
+                                   const char *issuer,
                                    const char *audience, const char *token,
                                    aura_jwt_claims_t *claims);
 

@@ -144,6 +144,10 @@ typedef struct {
     const char *project;            /**< the project the token must name
                                          (with project_claim; NULL then
                                          refuses every token) */
+    const char *typ;                /**< NULL: typ absent or "JWT" only;
+                                         else this explicit type too
+                                         ("logout+jwt"), in any case,
+                                         "application/" optional */
 } aura_jwt_policy_t;
 
 /** What a valid token says.  Strings are copies in the verify pool. */
@@ -190,8 +194,9 @@ typedef enum {
  *     MALFORMED (an empty signature part is syntactically allowed so
  *     that "alg":"none" tokens are reported as such);
  *  3. header (decoded here with jansson, duplicate names rejected): a
- *     JSON object; typ absent or "JWT" in any case; crit absent; kid
- *     absent or a string; alg a string: else MALFORMED.  alg not exactly
+ *     JSON object; typ absent, "JWT" in any case, or the policy's
+ *     explicit typ; crit absent; kid absent or a string; alg a
+ *     string: else MALFORMED.  alg not exactly
  *     "RS256", "ES256" or "HS256", or not in pol->algs ("none" always
  *     refused): ALG_NOT_ALLOWED;
  *  4. key: with a kid, the key with that kid (none: UNKNOWN_KID) whose
@@ -201,9 +206,9 @@ typedef enum {
  *     public key PEM, an RS256 token never meets a secret;
  *  5. payload: a JSON object without duplicate names or NUL: MALFORMED;
  *  6. signature: empty, or refused with that key alone: BAD_SIGNATURE.
- *     HS256 by aura_jwt_hmac_ok() (constant time, never libjwt), RS256
- *     and ES256 by libjwt jwt_decode(), which must also see the
- *     algorithm the header named;
+ *     HS256 by aura_jwt_hmac_ok() (constant time), RS256 and ES256
+ *     with OpenSSL and the key parsed when the set was built, the
+ *     signature exactly the key's length;
  *  7. claims (read here from the payload): registered claims of the wrong
  *     JSON type (exp/nbf/iat not numbers, iss/sub not strings, aud not a
  *     string or an array of strings): MALFORMED; exp absent: NO_EXP;

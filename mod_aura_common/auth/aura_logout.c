@@ -7,7 +7,10 @@
  * The logout_token is verified by the code that verifies every token
  * (aura_jwks_verify: the VirtualHost's keys and algorithms, never
  * "none", never an HMAC secret for a public key), with this Location's
- * issuer and audience; then its own claims (aura_logout_token.c).  A
+ * issuer and audience, typed "logout+jwt" as section 2.4 recommends or
+ * untyped ("JWT" or no typ) as providers older than that recommendation
+ * send it; then its own claims (aura_logout_token.c).  A bearer token
+ * is never typed "logout+jwt": a logout_token cannot be replayed as one.  A
  * valid one becomes a revocation, an incident control of kind revoke in
  * the Location's project: the session (sid) when it names one, else the
  * user (sub), of every token issued at or before the logout_token's
@@ -303,7 +306,8 @@ int aura_logout_handler(request_rec *r)
     if (!(token = logout_token(r->pool, body))) {
         return refuse(r, "the body must hold exactly one logout_token");
     }
-    res = aura_jwks_verify(r, c->issuer, c->audience, token, &claims);
+    res = aura_jwks_verify(r, AURA_LOGOUT_TYP, c->issuer, c->audience,
+                           token, &claims);
     if (res != AURA_JWT_OK) {
         return refuse(r, apr_pstrcat(r->pool, "the logout_token is not "
                                      "valid: ", aura_jwt_result_text(res),

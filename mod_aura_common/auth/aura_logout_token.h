@@ -14,6 +14,9 @@
 
 #define AURA_LOGOUT_EVENT "http://schemas.openid.net/event/backchannel-logout"
 
+/* The explicit type of a logout_token (section 2.4, RFC 8725). */
+#define AURA_LOGOUT_TYP "logout+jwt"
+
 /* What a valid logout_token says (strings in the pool). */
 typedef struct {
     const char *sub;       /* NULL when absent */

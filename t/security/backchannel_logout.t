@@ -11,10 +11,14 @@
 #     200, nothing changes (a token issued since still works);
 #   - one naming only a sub: that user's tokens are revoked;
 #   - each malformed variant: 400 invalid_request (or 405, 413) and
-#     nothing revoked.
+#     nothing revoked;
+#   - a logout_token typed "logout+jwt" (section 2.4) is taken as one
+#     without typ; another explicit type (at+jwt) is refused; and a
+#     token typed "logout+jwt" is never a bearer token.
 #
 # On the code before: the handler does not exist (the Location answers
-# no 200/400) and nothing is revoked.
+# no 200/400) and nothing is revoked.  Before typed tokens were
+# verified, the typed logout_token got 400 (2 assertions fail).
 use strict;
 use warnings FATAL => 'all';
 
@@ -31,7 +35,7 @@ use Time::HiRes qw(time sleep);
 use Aura::Test qw(wait_until private_httpd json_body mint new_reqid
                   exec_count problem_ok ANON_KEY);
 
-plan tests => 52;
+plan tests => 63;
 
 my $cfg = Apache::Test::config();
 my $a_data = "http://127.0.0.1:$cfg->{vhosts}{aura_data}{port}";
@@ -62,6 +66,7 @@ sub logout_token {
              '--aud', $o{aud} || 'aura-client',
              '--exp-in', $o{exp_in} // 120);
     push @a, '--now', $o{now} if $o{now};
+    push @a, '--typ', $o{typ} if defined $o{typ};
     push @a, '--sub', $o{sub} if $o{sub};
     push @a, '--claim', "sid=\"$o{sid}\"" if $o{sid};
     push @a, '--claim', "jti=\"" . ($o{jti} || "lt-$$-$n") . "\""
@@ -211,3 +216,24 @@ is(logout(logout_token(sub => 'bcl-eve', now => $t - 5))->code, 200,
 push @lift, map { $_->{id} }
             grep { $_->{target} eq 'sub:proj-a:bcl-eve' } controls();
 ok(wait_until(10, sub { code_on($b, $e1) == 401 }), 'sub: refused on B');
+
+# --- explicitly typed logout_tokens (section 2.4, RFC 8725 3.11) ------------
+my $f1 = user_token('bcl-fay', $t - 20, '--claim', 'sid="bcl-s3"');
+is(code_on($b, $f1), 200, 'typed: the session works before');
+refused_ok('typed at+jwt', logout(logout_token(sid => 'bcl-s3',
+                                               typ => 'at+jwt')));
+is(scalar(grep { $_->{target} eq 'sid:proj-a:bcl-s3' } controls()), 0,
+   'typed at+jwt: nothing revoked');
+is(logout(logout_token(sid => 'bcl-s3', now => $t - 5,
+                       typ => 'logout+jwt'))->code, 200,
+   'typed logout+jwt: the logout is taken');
+push @lift, map { $_->{id} }
+            grep { $_->{target} eq 'sid:proj-a:bcl-s3' } controls();
+ok(wait_until(10, sub { code_on($b, $f1) == 401 }),
+   'typed logout+jwt: the session is refused on B');
+# A token typed for logout, with everything a user token needs, is not
+# a bearer token: a logout_token cannot be replayed as a credential.
+my $typed_user = user_token('bcl-gus', $t - 20, '--typ', 'logout+jwt');
+($code, $ran, $r401) = code_on($a_data, $typed_user);
+problem_ok($r401, 401, 'invalid-token', 'a bearer token typed logout+jwt');
+is($ran, 0, 'a bearer token typed logout+jwt: the service never ran');

@@ -549,6 +549,7 @@ typedef struct {
     apr_size_t sub_max;
     const char *project_claim;
     const char *project;
+    const char *typ;            /* the policy's explicit type */
     aura_jwt_result_e want;
     /* OK rows */
     const char *want_sub;
@@ -1079,6 +1080,40 @@ static const verify_case_t verify_cases[] = {
     { "typ at+jwt (RFC 9068)", NULL,
       RAW("{\"alg\":\"HS256\",\"typ\":\"at+jwt\",\"kid\":\"hs1\"}", K_HS),
       .payload = P_OK, .ks = KS_ALL, .want = AURA_JWT_MALFORMED },
+
+    /* explicit typing (RFC 8725 3.11): only where the policy names it */
+#define H_RS_LOGOUT "{\"alg\":\"RS256\",\"typ\":\"logout+jwt\",\"kid\":\"rsa1\"}"
+    { "typ logout+jwt, logout policy", NULL, RAW(H_RS_LOGOUT, K_RSA),
+      .payload = P_OK, .ks = KS_ALL, .typ = "logout+jwt",
+      .want = AURA_JWT_OK, .want_sub = "u1" },
+    { "typ logout+jwt, ES256, logout policy", NULL,
+      RAW("{\"alg\":\"ES256\",\"typ\":\"logout+jwt\",\"kid\":\"ec1\"}",
+          K_EC),
+      .payload = P_OK, .ks = KS_ALL, .typ = "logout+jwt",
+      .want = AURA_JWT_OK, .want_sub = "u1" },
+    { "typ application/Logout+JWT, logout policy", NULL,
+      RAW("{\"alg\":\"HS256\",\"typ\":\"application/Logout+JWT\","
+          "\"kid\":\"hs1\"}", K_HS),
+      .payload = P_OK, .ks = KS_ALL, .typ = "logout+jwt",
+      .want = AURA_JWT_OK, .want_sub = "u1" },
+    { "typ JWT, logout policy", NULL, RAW(H_RS, K_RSA), .payload = P_OK,
+      .ks = KS_ALL, .typ = "logout+jwt", .want = AURA_JWT_OK,
+      .want_sub = "u1" },
+    { "typ logout+jwt as a bearer token", NULL, RAW(H_RS_LOGOUT, K_RSA),
+      .payload = P_OK, .ks = KS_ALL, .want = AURA_JWT_MALFORMED },
+    { "typ at+jwt, logout policy", NULL,
+      RAW("{\"alg\":\"RS256\",\"typ\":\"at+jwt\",\"kid\":\"rsa1\"}",
+          K_RSA),
+      .payload = P_OK, .ks = KS_ALL, .typ = "logout+jwt",
+      .want = AURA_JWT_MALFORMED },
+    { "typ logout+jwt with a NUL, logout policy", NULL,
+      RAW("{\"alg\":\"RS256\",\"typ\":\"logout+jwt\\u0000x\","
+          "\"kid\":\"rsa1\"}", K_RSA),
+      .payload = P_OK, .ks = KS_ALL, .typ = "logout+jwt",
+      .want = AURA_JWT_MALFORMED },
+    { "typ logout+jwt, signature flipped", NULL, RAW(H_RS_LOGOUT, K_RSA),
+      .payload = P_OK, .mut = MUT_FLIP_SIG, .ks = KS_ALL,
+      .typ = "logout+jwt", .want = AURA_JWT_BAD_SIGNATURE },
     { "typ a number", NULL,
       RAW("{\"alg\":\"HS256\",\"typ\":1,\"kid\":\"hs1\"}", K_HS),
       .payload = P_OK, .ks = KS_ALL, .want = AURA_JWT_MALFORMED },
@@ -1169,6 +1204,7 @@ static aura_jwt_policy_t policy_of(const verify_case_t *c)
     pol.sub_max = c->sub_max;
     pol.project_claim = c->project_claim;
     pol.project = c->project;
+    pol.typ = c->typ;
     return pol;
 }
 
