@@ -28,6 +28,7 @@
 #include "control/aura_control_nats.h"
 #include "control/aura_revoke_index.h"
 
+#include "http_core.h"
 #include "http_protocol.h"
 #include "apr_strings.h"
 #include "apr_lib.h"
@@ -229,6 +230,43 @@ static int make_revocation(request_rec *r, const aura_logout_conf_t *c,
     return 1;
 }
 
+/* One audit record of a revocation the logout made or moved, as the
+ * console writes one for an operator's: the provider ("idp:<issuer>")
+ * as its actor.  A refused logout_token is not written: the endpoint is
+ * open to anyone, and the audit log must not be theirs to fill. */
+static void audit(request_rec *r, const aura_logout_conf_t *c,
+                  const aura_control_t *rec, int update)
+{
+    aura_request_t *rq = aura_request_get(r);
+    core_dir_config *core = ap_get_core_module_config(r->per_dir_config);
+    aura_audit_entry_t e;
+    const char *actor = NULL, *role = NULL, *project = NULL;
+
+    memset(&e, 0, sizeof(e));
+    e.action = update ? "control.revoke.update" : "control.revoke.set";
+    e.target = apr_pstrcat(r->pool, "revoke ", rec->target, NULL);
+    e.method = r->method;
+    e.route = core ? core->d : NULL;
+    e.path = r->uri;
+    e.status = HTTP_OK;
+    e.authorized = 1;      /* signed by the project's provider */
+    e.outcome = "executed";
+    if (rq) {
+        actor = rq->actor;
+        role = rq->role;
+        project = rq->project;
+        rq->actor = apr_pstrcat(r->pool, "idp:", c->issuer, NULL);
+        rq->role = "identity-provider";
+        rq->project = c->project;
+    }
+    aura_audit_write(r, &e);
+    if (rq) {
+        rq->actor = actor;
+        rq->role = role;
+        rq->project = project;
+    }
+}
+
 static int revoke_session(request_rec *r, const aura_logout_conf_t *c,
                   const aura_logout_claims_t *lc)
 {
@@ -236,7 +274,8 @@ static int revoke_session(request_rec *r, const aura_logout_conf_t *c,
     const char *target = aura_revoke_target(r->pool, what, c->project,
                                             lc->sid ? lc->sid : lc->sub);
     char ct[AURA_CONTROL_TARGET_MAX + 1], cv[AURA_CONTROL_VALUE_MAX + 1];
-    aura_control_t rec;
+    aura_control_t rec, prior;
+    int was_active;
 
     if (!target || strlen(target) > AURA_CONTROL_TARGET_MAX) {
         return refuse(r, "the sub or sid is too long");
@@ -248,10 +287,13 @@ static int revoke_session(request_rec *r, const aura_logout_conf_t *c,
                            rec.value, ct, cv)) {
         return refuse(r, "the sub or sid is not visible text");
     }
+    was_active = aura_control_find(rec.id, &prior) == APR_SUCCESS
+                 && aura_control_active(&prior, apr_time_now());
     switch (aura_control_merge(&rec, apr_time_now(), NULL)) {
     case AURA_CONTROL_ADDED:
     case AURA_CONTROL_REPLACED:
         aura_control_publish(r, &rec);
+        audit(r, c, &rec, was_active);
         break;
     case AURA_CONTROL_KEPT:
         break;   /* a replay: done already */

@@ -12,13 +12,16 @@
 #   - one naming only a sub: that user's tokens are revoked;
 #   - each malformed variant: 400 invalid_request (or 405, 413) and
 #     nothing revoked;
+#   - B's audit log gets one record per revocation a logout made, with
+#     the provider as its actor; none for a replay or a refused one;
 #   - a logout_token typed "logout+jwt" (section 2.4) is taken as one
 #     without typ; another explicit type (at+jwt) is refused; and a
 #     token typed "logout+jwt" is never a bearer token.
 #
 # On the code before: the handler does not exist (the Location answers
 # no 200/400) and nothing is revoked.  Before typed tokens were
-# verified, the typed logout_token got 400 (2 assertions fail).
+# verified, the typed logout_token got 400 (2 assertions fail); before
+# logouts were audited, B's audit log stayed empty (5 fail).
 use strict;
 use warnings FATAL => 'all';
 
@@ -32,10 +35,10 @@ use JSON::PP qw(decode_json encode_json);
 use LWP::UserAgent;
 use MIME::Base64 qw(encode_base64);
 use Time::HiRes qw(time sleep);
-use Aura::Test qw(wait_until private_httpd json_body mint new_reqid
+use Aura::Test qw(t_dir wait_until private_httpd json_body mint new_reqid
                   exec_count problem_ok ANON_KEY);
 
-plan tests => 63;
+plan tests => 71;
 
 my $cfg = Apache::Test::config();
 my $a_data = "http://127.0.0.1:$cfg->{vhosts}{aura_data}{port}";
@@ -115,10 +118,16 @@ AuraNATSReconnectWait 100ms
 AuraNATSConnectTimeout 1s
 AuraDBParams "$ENV{AURA_TEST_PG_CONNINFO}"
 AuraRateLimitZone default rate=100000r/s burst=100000
+AuraAuditLog $dir/audit.log gw-b
 <VirtualHost 127.0.0.1:__PORT__>
     AuraPlane data
     AuraJWTKeyFile $jwt/jwks.json
     AuraJWTLeeway 5s
+    <Location "/v1/test/bcl">
+        SetHandler aura-backchannel-logout
+        AuraPublic On
+        AuraBackchannelLogout proj-a https://idp.test aura-client
+    </Location>
     <Location "/v1/functions/">
         AuraService functions nats:aura.functions
     </Location>
@@ -237,3 +246,35 @@ my $typed_user = user_token('bcl-gus', $t - 20, '--typ', 'logout+jwt');
 ($code, $ran, $r401) = code_on($a_data, $typed_user);
 problem_ok($r401, 401, 'invalid-token', 'a bearer token typed logout+jwt');
 is($ran, 0, 'a bearer token typed logout+jwt: the service never ran');
+
+# --- the audit log: what the provider revoked, on the instance that took it --
+sub audit_records {
+    open(my $fh, '<', "$dir/audit.log") or return ();
+    my @r = map { chomp; decode_json($_) } <$fh>;
+    close $fh;
+    return @r;
+}
+my $on_b = sub {
+    my ($token) = @_;
+    return req(POST => "$b/v1/test/bcl", 'logout_token=' . $token,
+               'Content-Type' => 'application/x-www-form-urlencoded');
+};
+my $audit_lt = logout_token(sid => 'bcl-s4', sub => 'bcl-hal',
+                            now => $t - 5);
+is($on_b->($audit_lt)->code, 200, 'audit: a logout on B is taken');
+push @lift, map { $_->{id} }
+            grep { $_->{target} eq 'sid:proj-a:bcl-s4' } controls();
+is($on_b->($audit_lt)->code, 200, 'audit: the same logout again on B');
+is($on_b->(logout_token(sid => 'bcl-s4', nonce => 1))->code, 400,
+   'audit: a refused logout on B');
+my @recs = audit_records();
+is(scalar(@recs), 1, 'audit: one record (none for the replay, none for '
+   . 'the refused one)');
+is($recs[0]{action}, 'control.revoke.set', 'audit: the action');
+is($recs[0]{actor}, 'idp:https://idp.test', 'audit: the provider is the actor');
+is_deeply([@{ $recs[0] }{qw(role project target outcome status)}],
+          ['identity-provider', 'proj-a', 'revoke sid:proj-a:bcl-s4',
+           'executed', 200], 'audit: role, project, target, outcome, status');
+my $verify = t_dir() . '/../build/aura-audit-verify';
+is(system("$verify $dir/audit.log >/dev/null 2>&1") >> 8, 0,
+   'audit: aura-audit-verify accepts the log');
