@@ -29,6 +29,7 @@
 #include "auth/aura_keystore.h"
 #include "auth/aura_keyused.h"
 #include "core/aura_config.h"
+#include "shm/aura_shm.h"
 #include "store/aura_db.h"
 #include "store/aura_store_conf.h"
 
@@ -64,6 +65,9 @@ static void flush(keyused_t *k)
     params[0] = aura_keystore_take_used(p, k->max, &n);
     if (n > 0) {
         rv = aura_db_query_bg(k->s, p, AURA_DB_KEY_TOUCH, params, &res);
+        aura_count_n(rv == APR_SUCCESS ? AURA_CTR_KEY_USED_WRITTEN
+                                       : AURA_CTR_KEY_USED_LOST,
+                     (apr_uint64_t)n);
         if (rv == APR_SUCCESS) {
             ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, k->s, AURA_LOGNO(02400)
                          "last-used time of %d API key(s) written", n);

@@ -224,6 +224,11 @@ static void policy(request_rec *r)
     two(r, "aura_key_cache_lookups_total", "counter",
         "API key lookups, by where the answer came from.", "result", "hit",
         AURA_CTR_KEY_HITS, "miss", AURA_CTR_KEY_MISSES);
+    two(r, "aura_key_last_used_total", "counter", "API keys whose "
+        "last-used time the batch writer wrote, or dropped because the "
+        "key store did not take the batch (AuraKeyLastUsedInterval).",
+        "result", "written", AURA_CTR_KEY_USED_WRITTEN, "lost",
+        AURA_CTR_KEY_USED_LOST);
 }
 
 static void upstreams(request_rec *r)

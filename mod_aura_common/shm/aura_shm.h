@@ -83,6 +83,8 @@ typedef enum {
     AURA_CTR_SPANS_DROPPED_QUEUE, /* spans dropped: exporter queue full */
     AURA_CTR_SPANS_DROPPED_EXPORT, /* spans dropped: their batch failed */
     AURA_CTR_TRACE_EXPORT_FAILURES, /* batches a collector did not take */
+    AURA_CTR_KEY_USED_WRITTEN, /* API keys whose last-used time was written */
+    AURA_CTR_KEY_USED_LOST,    /* ... whose batch the key store refused */
     AURA_CTR_COUNT
 } aura_counter_e;
 void aura_count(aura_counter_e c);

@@ -6,7 +6,8 @@
 # with a key its last_used_at is set, by at most a few UPDATEs (counted
 # by a trigger on the key's row, not timed); with Postgres stopped the
 # requests of a cached key are still served and the lost batch is
-# logged; once Postgres is back the next batch is written.
+# logged; once Postgres is back the next batch is written.  Each key
+# written or lost is counted in aura_key_last_used_total{result}.
 use strict;
 use warnings FATAL => 'all';
 
@@ -16,11 +17,12 @@ use lib "$FindBin::Bin/../lib";
 use File::Temp qw(tempdir);
 use Test::More import => ['!plan'];
 use Apache::Test qw(-withtestmore);
+use LWP::UserAgent;
 use Time::HiRes qw(time);
 use Aura::KeyLife qw(answer answers);
 use Aura::Test qw(t_dir wait_until psql pg_stop pg_start private_httpd);
 
-plan tests => 9;
+plan tests => 12;
 
 my $KEY = 'ak_test_lastused_0123456789abcdef';
 my $HASH = "encode(sha256(convert_to('$KEY', 'UTF8')), 'hex')";
@@ -50,18 +52,35 @@ END {
 }
 
 my $dir = tempdir(CLEANUP => 1);
+my $TOKEN = 'key-last-used-metrics-token-0123';
+open(my $tf, '>', "$dir/metrics.token") or die $!;
+print $tf "$TOKEN\n";
+close $tf;
 my ($port, $httpd) = private_httpd(dir => $dir, children => $CHILDREN,
                                    body => <<"CONF");
 AuraNATSServers $ENV{AURA_TEST_NATS_URL}
 AuraDBParams "$ENV{AURA_TEST_PG_CONNINFO}"
 AuraKeyCacheTTL 300s
 AuraKeyLastUsedInterval 1s
+AuraMetricsTokenFile $dir/metrics.token
 <VirtualHost 127.0.0.1:__PORT__>
     AuraPlane data
+    <Location "/metrics">
+        SetHandler aura-metrics
+        AuraPublic On
+    </Location>
     Include @{[ t_dir() ]}/../conf/aura-routes.conf
 </VirtualHost>
 CONF
 system("$httpd -k start");
+sub used_metric {
+    my ($result) = @_;
+    my $res = LWP::UserAgent->new(timeout => 10)->get(
+        "http://127.0.0.1:$port/metrics", Authorization => "Bearer $TOKEN");
+    my ($v) = $res->content
+        =~ /^aura_key_last_used_total\{result="\Q$result\E"\} (\d+)$/m;
+    return $v // -1;
+}
 my $pg_down = 0;
 END {
     pg_start() if $pg_down;
@@ -93,6 +112,10 @@ diag(sprintf('%d requests in %.2f s: %d UPDATE(s) of the key (bound %d)',
              $N, $spent, $updates, $bound));
 ok($updates >= 1 && $updates <= $bound,
    'a few batched UPDATEs, at most one per child and interval');
+# One key in use: each batch wrote it once, each UPDATE counted it once.
+is(used_metric('written'), $updates,
+   'aura_key_last_used_total{result="written"}: one per UPDATE of the key');
+is(used_metric('lost'), 0, 'nothing lost yet');
 
 # Postgres stopped: a cached key is still served, the batch is lost and
 # said so; requests never wait for the flush.
@@ -106,6 +129,7 @@ ok(wait_until(20, sub {
        my $l = <$fh>;
        return $l =~ /AURA02401: last-used time of \d+ API key\(s\) not written: the key store did not take it/;
    }), 'the lost batch is logged (AURA02401)');
+ok(used_metric('lost') >= 1, 'the lost batch is counted');
 pg_start();
 $pg_down = 0;
 my $before = psql("select last_used_at from api_keys where key_hash = $HASH");
