@@ -69,14 +69,17 @@ ok(all_zero(), 'every in-flight counter starts at 0');
 # --- clients that abort -----------------------------------------------------
 freeze();
 my @socks = map { raw_request("/v1/test/cappedshort/abort$_") } 1 .. 3;
-push @socks, map { raw_request("/v1/test/cappedhttp/slow/1500/abort$_") }
+# In flight together for about 3 s (the NATS ones' AuraTimeout, the
+# HTTP ones' slowness): long enough to be seen at once on a loaded
+# machine, where a 1 s window was missed.
+push @socks, map { raw_request("/v1/test/cappedhttp/slow/3500/abort$_") }
              1 .. 2;
 ok(wait_until(5, sub {
     my $f = in_flight($data);
     $f->{services}{ai} == 3 && $f->{services}{storage} == 2 }),
    'three NATS and two HTTP requests in flight');
 close $_ for @socks;
-ok(wait_until(5, \&all_zero),
+ok(wait_until(10, \&all_zero),
    'the clients went away: every counter returns to 0 ('
    . show() . ')');
 thaw();
