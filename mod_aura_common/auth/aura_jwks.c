@@ -212,6 +212,7 @@ apr_status_t aura_jwks_post_config(apr_pool_t *pconf, server_rec *s)
         st->policy.issuer = c->jwt_issuer;
         st->policy.max_len = aura_conf_jwt_max_len(c);
         st->policy.require_sub = 1;
+        st->policy.max_lifetime = aura_conf_token_max_life(c);
         st->refresh = aura_conf_jwks_refresh(c);
         c->jwt = st;
     }
