@@ -24,6 +24,8 @@
 #     nothing is left to revoke), other kinds still need a ttl;
 #   - a back-channel logout's revocation lasts iat + 7 s;
 #   - the console page lets the ttl be empty;
+#   - C, another private httpd, sets AuraTokenMaxLifetime in the main
+#     server only: its VirtualHost inherits it;
 #   - config: the lifetime's range, AuraBackchannelLogout's old
 #     lifetime argument refused with a message naming the new directive.
 #
@@ -47,8 +49,9 @@ use Aura::Test qw(t_dir wait_until private_httpd json_body mint
                   console_token new_reqid exec_count problem_ok ANON_KEY);
 
 # B up; B's lifetime; A's default on two planes; revocations; their
-# time; logout; the page; configuration.
-plan tests => 1 + (2 + 3 * 7 + 2) + 2 * 7 + (5 + 8 + 1) + 12 + 6 + 3 + 7;
+# time; logout; the page; inheritance; configuration.
+plan tests => 1 + (2 + 3 * 7 + 2) + 2 * 7 + (5 + 8 + 1) + 12 + 6 + 3 + 3
+              + 7;
 
 my $cfg = Apache::Test::config();
 my $a_data = "http://127.0.0.1:$cfg->{vhosts}{aura_data}{port}";
@@ -241,7 +244,8 @@ is($res->code, 201, 'revoke without ttl: 201');
 $rec = json_body($res) || {};
 is($rec->{expires}, iso($t1 + 1 + $HORIZON),
    'revoke without ttl: expires T + 1 s + the token horizon');
-ok(($rec->{expires_in} // -1) <= 1 + $HORIZON && $rec->{expires_in} >= 5,
+my $in = $rec->{expires_in} // -1;
+ok($in <= 1 + $HORIZON && $in >= 5,
    'revoke without ttl: expires_in as listed');
 is(code_on($b, token('lt-bob', 4, $t1)), 401,
    'revoke without ttl: a token issued at T is refused');
@@ -329,6 +333,38 @@ my $js = req(GET => "$b/ops/assets/controls.js", undef,
 like($js, qr/if \(f\.get\('ttl'\)\) \{ body\.ttl = f\.get\('ttl'\); \}/,
      'page: an empty ttl is not sent');
 unlike($js, qr/ttl: f\.get\('ttl'\)/, 'page: nor as ""');
+
+# --- inheritance: a VirtualHost without its own takes the main server's --
+my $cdir = tempdir(CLEANUP => !$ENV{AURA_TEST_KEEP});
+my ($cport, $chttpd) = private_httpd(dir => $cdir, children => 1,
+                                     body => <<"CONF");
+AuraNATSServers $ENV{AURA_TEST_NATS_URL}
+AuraNATSReconnectWait 100ms
+AuraNATSConnectTimeout 1s
+AuraDBParams "$ENV{AURA_TEST_PG_CONNINFO}"
+AuraRateLimitZone default rate=100000r/s burst=100000
+AuraControlSubject $ctl_subject.c
+AuraTokenMaxLifetime 2
+AuraJWTLeeway 0
+<VirtualHost 127.0.0.1:__PORT__>
+    AuraPlane data
+    AuraJWTKeyFile $jwt/jwks.json
+    <Location "/v1/functions/">
+        AuraService functions nats:aura.functions
+    </Location>
+    <Location "/health">
+        SetHandler aura-health
+        AuraPublic On
+    </Location>
+</VirtualHost>
+CONF
+my $c = "http://127.0.0.1:$cport";
+system("$chttpd -k start") == 0 or die 'httpd C did not start';
+END { local $?; system("$chttpd -k stop") if -s "$cdir/httpd.pid"; }
+ok(wait_until(30, sub { req(GET => "$c/health")->code == 200 }), 'C is up');
+is(code_on($c, token('lt-in', 2)), 200,
+   "inherited: the main server's 2 s (leeway 0): a 2 s token works");
+is(code_on($c, token('lt-in', 3)), 401, 'inherited: a 3 s token: 401');
 
 # --- configuration -------------------------------------------------------
 sub config_error {
