@@ -342,6 +342,19 @@ static void check_valid(apr_pool_t *p, const aura_jwt_policy_t *pol,
             }
         }
     }
+    if (pol->max_lifetime) {
+        /* AuraTokenMaxLifetime: iat there, and exp - iat within the
+         * limit plus the leeway (c->exp is the clamped exp). */
+        json_t *iat = json_object_get(claims, "iat");
+        double d;
+
+        AURA_FUZZ_ASSERT(json_is_number(iat));
+        d = json_number_value(iat);
+        if (d > -253402300799.0 && d < 253402300799.0) {
+            AURA_FUZZ_ASSERT(c->exp - (apr_time_t)(d * APR_USEC_PER_SEC)
+                             <= pol->max_lifetime + pol->leeway);
+        }
+    }
     json_decref(claims);
     (void)p;
 }
@@ -436,6 +449,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     aura_jwt_claims_t out;
     aura_jwt_result_e rv;
     static const apr_size_t sub_maxes[] = { 0, 16, 255, 1024 };
+    static const apr_interval_time_t max_lives[] = {
+        0, APR_USEC_PER_SEC, APR_USEC_PER_SEC * 3600,
+        APR_USEC_PER_SEC * 86400
+    };
     unsigned int b0, b1, b2;
     int sign, how, nokid;
     const aura_jwt_keyset_t *ks;
@@ -466,6 +483,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pol.project_claim = b2 & 2 ? PROJECT_CLAIM : NULL;
     pol.project = b2 & 2 ? PROJECT : NULL;
     pol.sub_max = sub_maxes[(b2 >> 2) & 3];
+    pol.max_lifetime = max_lives[(b2 >> 4) & 3];
     ks = nokid ? ks_nokid : ks_kids;
     max = pol.max_len ? pol.max_len : AURA_JWT_DEFAULT_MAX_LEN;
 

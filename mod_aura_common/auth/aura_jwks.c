@@ -57,6 +57,23 @@ typedef struct aura_jwt_state_t {
     apr_uint64_t version;             /* shm version the set was built from */
 } aura_jwt_state_t;
 
+/* aura_token_horizon(): written in post_config only (the parent,
+ * before any child exists), read by request threads. */
+static apr_interval_time_t token_horizon;
+
+/* How long after its iat a token can be accepted under this config:
+ * exp - iat up to the lifetime plus the leeway, then accepted until the
+ * leeway after exp (check_claims in aura_jwt.c). */
+static apr_interval_time_t horizon_of(const aura_server_conf_t *c)
+{
+    return aura_conf_token_max_life(c) + 2 * aura_conf_jwt_leeway(c);
+}
+
+apr_interval_time_t aura_token_horizon(void)
+{
+    return token_horizon;
+}
+
 /* Config time: read the file and check it can be used. */
 const char *aura_jwks_read_source(cmd_parms *cmd, aura_jwt_source_t *src)
 {
@@ -173,6 +190,7 @@ apr_status_t aura_jwks_post_config(apr_pool_t *pconf, server_rec *s)
             j->len = 0;
         }
     }
+    token_horizon = 0;
     /* Each server_rec with keys (its own or inherited by the merge) gets
      * its own state and slot: policies may differ per VirtualHost. */
     for (v = s; v; v = v->next) {
@@ -212,8 +230,17 @@ apr_status_t aura_jwks_post_config(apr_pool_t *pconf, server_rec *s)
         st->policy.issuer = c->jwt_issuer;
         st->policy.max_len = aura_conf_jwt_max_len(c);
         st->policy.require_sub = 1;
+        st->policy.max_lifetime = aura_conf_token_max_life(c);
         st->refresh = aura_conf_jwks_refresh(c);
         c->jwt = st;
+        /* Only where tokens are taken: an unrelated VirtualHost's
+         * default must not keep every revocation a day. */
+        if (horizon_of(c) > token_horizon) {
+            token_horizon = horizon_of(c);
+        }
+    }
+    if (!token_horizon) {
+        token_horizon = horizon_of(aura_server_conf(s));
     }
     return APR_SUCCESS;
 }

@@ -15,6 +15,16 @@ const char *aura_jwks_read_source(cmd_parms *cmd, aura_jwt_source_t *src);
 apr_status_t aura_jwks_post_config(apr_pool_t *pconf, server_rec *s);
 void aura_jwks_child_init(apr_pool_t *pchild, server_rec *s);
 
+/**
+ * The token horizon: the longest any token this httpd accepts can be
+ * accepted after its iat, AuraTokenMaxLifetime + 2 x AuraJWTLeeway
+ * (exp may lie the leeway beyond the lifetime, and a token is accepted
+ * until the leeway after its exp), the largest of the VirtualHosts that
+ * take tokens; the defaults' when none does.  Set in post_config, read
+ * only afterwards (a revocation's expiry, aura_revoke_expiry()).
+ */
+apr_interval_time_t aura_token_horizon(void);
+
 /* The forwarding paths: Authorization leaves headers unless
  * aura_auth_bearer() verified r's token under a plane policy that lets
  * it travel (aura_token_policy_t.forward). */

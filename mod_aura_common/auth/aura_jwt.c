@@ -1104,10 +1104,38 @@ static int project_ok(json_t *c, const aura_jwt_policy_t *pol)
            && !strcmp(json_string_value(v), pol->project);
 }
 
+/* AuraTokenMaxLifetime: a token names when it was issued and lives no
+ * longer than the limit (the leeway on top, as for exp), so that the
+ * gateway knows when every token issued before a given time has died:
+ * what lets a revocation end without reviving the tokens it names
+ * (docs/security.md 3.16).  exp - iat is the issuer's own arithmetic:
+ * no clock of ours in it. */
+static aura_jwt_result_e check_lifetime(json_t *c,
+                                        const aura_jwt_policy_t *pol,
+                                        apr_time_t exp,
+                                        apr_interval_time_t leeway)
+{
+    json_t *iat;
+
+    if (pol->max_lifetime <= 0) {
+        return AURA_JWT_OK;
+    }
+    iat = json_object_get(c, "iat");
+    if (!iat) {
+        return AURA_JWT_NO_IAT;
+    }
+    /* Both clamped to year +-9999 in µs: the difference fits. */
+    if (exp - claim_time(iat) > pol->max_lifetime + leeway) {
+        return AURA_JWT_TOO_LONG_LIVED;
+    }
+    return AURA_JWT_OK;
+}
+
 static aura_jwt_result_e check_claims(json_t *c, const aura_jwt_policy_t *pol,
                                       apr_time_t *exp)
 {
     apr_interval_time_t leeway = pol->leeway > 0 ? pol->leeway : 0;
+    aura_jwt_result_e rv;
     json_t *v, *sub;
 
     if (!claim_types_ok(c)) {
@@ -1128,6 +1156,9 @@ static aura_jwt_result_e check_claims(json_t *c, const aura_jwt_policy_t *pol,
     v = json_object_get(c, "iat");
     if (v && claim_time(v) > pol->now + leeway) {
         return AURA_JWT_NOT_YET_VALID;
+    }
+    if ((rv = check_lifetime(c, pol, *exp, leeway)) != AURA_JWT_OK) {
+        return rv;
     }
     v = json_object_get(c, "iss");
     if (pol->issuer && (!v || strcmp(json_string_value(v), pol->issuer))) {
@@ -1251,6 +1282,10 @@ const char *aura_jwt_result_text(aura_jwt_result_e r)
         return "token not for the API key's project";
     case AURA_JWT_RESERVED_SUBJECT:
         return "token subject reserved for API keys";
+    case AURA_JWT_NO_IAT:
+        return "token has no issue time";
+    case AURA_JWT_TOO_LONG_LIVED:
+        return "token outlives AuraTokenMaxLifetime";
     }
     return "token invalid";
 }

@@ -148,6 +148,10 @@ typedef struct {
                                          else this explicit type too
                                          ("logout+jwt"), in any case,
                                          "application/" optional */
+    apr_interval_time_t max_lifetime; /**< AuraTokenMaxLifetime: iat is
+                                         required and exp - iat may be at
+                                         most this plus the leeway; 0:
+                                         no limit (iat optional) */
 } aura_jwt_policy_t;
 
 /** What a valid token says.  Strings are copies in the verify pool. */
@@ -177,11 +181,13 @@ typedef enum {
     AURA_JWT_BAD_SUBJECT,    /**< sub too long or with a control char */
     AURA_JWT_BAD_PROJECT,    /**< project_claim absent or not project */
     /* Since 0.5.0: */
-    AURA_JWT_RESERVED_SUBJECT /**< sub in the keys' actor namespace */
+    AURA_JWT_RESERVED_SUBJECT, /**< sub in the keys' actor namespace */
+    AURA_JWT_NO_IAT,         /**< max_lifetime set and iat absent */
+    AURA_JWT_TOO_LONG_LIVED  /**< exp - iat beyond max_lifetime + leeway */
 } aura_jwt_result_e;
 
 /** The last value of aura_jwt_result_e (for range checks). */
-#define AURA_JWT_RESULT_LAST AURA_JWT_RESERVED_SUBJECT
+#define AURA_JWT_RESULT_LAST AURA_JWT_TOO_LONG_LIVED
 
 /**
  * Verify a compact JWS (header.payload.signature).
@@ -213,10 +219,12 @@ typedef enum {
  *     JSON type (exp/nbf/iat not numbers, iss/sub not strings, aud not a
  *     string or an array of strings): MALFORMED; exp absent: NO_EXP;
  *     now > exp + leeway: EXPIRED; now + leeway < nbf, or iat > now +
- *     leeway: NOT_YET_VALID; iss: BAD_ISSUER; aud: BAD_AUDIENCE; sub:
- *     NO_SUBJECT; sub longer than sub_max or holding a control character
- *     or DEL (aura_identity_text_ok(), on the JSON length, so "\u0000"
- *     is seen): BAD_SUBJECT, whether or not require_sub is set; sub
+ *     leeway: NOT_YET_VALID; with max_lifetime, iat absent: NO_IAT,
+ *     exp - iat > max_lifetime + leeway: TOO_LONG_LIVED; iss:
+ *     BAD_ISSUER; aud: BAD_AUDIENCE; sub: NO_SUBJECT; sub longer than
+ *     sub_max or holding a control character or DEL
+ *     (aura_identity_text_ok(), on the JSON length, so "\u0000" is
+ *     seen): BAD_SUBJECT, whether or not require_sub is set; sub
  *     starting with "key:" in any case, the namespace of the keys'
  *     actors (aura_identity_actor_reserved()): RESERVED_SUBJECT,
  *     whether or not require_sub is set;

@@ -9,6 +9,7 @@
 #include "auth/aura_jwks.h"
 #include "auth/aura_jwt.h"
 #include "auth/aura_jwt_conf.h"
+#include "control/aura_control_record.h"
 #include "core/aura_config.h"
 #include "nats/aura_subject.h"
 
@@ -126,8 +127,7 @@ const char *aura_set_jwt_time(cmd_parms *cmd, void *dummy,
         field == &c->jwks_refresh ? apr_time_from_sec(1) : 0;
 
     (void)dummy;
-    return aura_parse_duration(cmd, arg, min, apr_time_from_sec(3600),
-                               field);
+    return aura_parse_duration(cmd, arg, min, AURA_JWT_LEEWAY_MAX, field);
 }
 
 const char *aura_set_jwt_string(cmd_parms *cmd, void *dummy,
@@ -146,4 +146,21 @@ const char *aura_set_jwt_max_len(cmd_parms *cmd, void *dummy,
     (void)dummy;
     return aura_parse_int(cmd, arg, 256, 65536,
                           &aura_cmd_server_conf(cmd)->jwt_max_len);
+}
+
+/* The syntax of the controls' ttls (aura_control_ttl: 3600, 60m, 24h,
+ * 7d), not httpd's durations: a revocation must be kept as long as the
+ * tokens it names live, and an operator writes both alike.  At most 7
+ * days, the life of a control. */
+const char *aura_set_token_max_life(cmd_parms *cmd, void *dummy,
+                                    const char *arg)
+{
+    (void)dummy;
+    if (aura_control_ttl(arg, &aura_cmd_server_conf(cmd)->token_max_life)
+        != APR_SUCCESS) {
+        return apr_psprintf(cmd->pool, "%s: '%s' is not a token lifetime "
+                            "between 1 s and 7 days (3600, 60m, 24h, 7d)",
+                            cmd->cmd->name, arg);
+    }
+    return NULL;
 }

@@ -14,6 +14,11 @@
 #define AURA_DEFAULT_JWT_ALGS       "RS256 ES256"
 #define AURA_DEFAULT_JWT_LEEWAY     apr_time_from_sec(60)
 #define AURA_DEFAULT_JWKS_REFRESH   apr_time_from_sec(30)
+/* A day: longer than the access tokens of the usual identity providers
+ * (an hour), so that turning the check on breaks none of them. */
+#define AURA_DEFAULT_TOKEN_MAX_LIFE apr_time_from_sec(86400)
+/* AuraJWTLeeway's largest value (aura_set_jwt_time). */
+#define AURA_JWT_LEEWAY_MAX         apr_time_from_sec(3600)
 
 static APR_INLINE apr_interval_time_t
 aura_conf_jwt_leeway(const aura_server_conf_t *c)
@@ -26,6 +31,13 @@ aura_conf_jwt_leeway(const aura_server_conf_t *c)
 static APR_INLINE apr_size_t aura_conf_jwt_max_len(const aura_server_conf_t *c)
 {
     return c->jwt_max_len != AURA_UNSET ? (apr_size_t)c->jwt_max_len : 0;
+}
+
+static APR_INLINE apr_interval_time_t
+aura_conf_token_max_life(const aura_server_conf_t *c)
+{
+    return c->token_max_life != AURA_UNSET ? c->token_max_life
+                                           : AURA_DEFAULT_TOKEN_MAX_LIFE;
 }
 
 static APR_INLINE apr_interval_time_t
@@ -58,6 +70,8 @@ const char *aura_set_jwt_string(cmd_parms *cmd, void *dummy,
                                 const char *arg);
 const char *aura_set_jwt_max_len(cmd_parms *cmd, void *dummy,
                                  const char *arg);
+const char *aura_set_token_max_life(cmd_parms *cmd, void *dummy,
+                                    const char *arg);
 
 /* The command table's entries (mod_aura_common.c assembles the table). */
 #define AURA_JWT_DIRECTIVES \
@@ -81,6 +95,10 @@ const char *aura_set_jwt_max_len(cmd_parms *cmd, void *dummy,
                   RSRC_CONF, "The iss a bearer token must carry"), \
     AP_INIT_TAKE1("AuraJWTMaxLength", aura_set_jwt_max_len, NULL, RSRC_CONF, \
                   "Longest bearer token accepted, in bytes"), \
+    AP_INIT_TAKE1("AuraTokenMaxLifetime", aura_set_token_max_life, NULL, \
+                  RSRC_CONF, \
+                  "Longest lifetime (exp - iat) a token may have; tokens " \
+                  "without iat are refused"), \
     AP_INIT_TAKE1("AuraJWKSRefreshInterval", aura_set_jwt_time, \
                   (void *)APR_OFFSETOF(aura_server_conf_t, jwks_refresh), \
                   RSRC_CONF, \

@@ -57,27 +57,27 @@ const char *aura_set_backchannel_logout(cmd_parms *cmd, void *dirv,
 {
     aura_dir_conf_t *d = dirv;
     aura_logout_conf_t *c = apr_pcalloc(cmd->pool, sizeof(*c));
-    const char *ttl;
 
     c->project = ap_getword_conf(cmd->pool, &args);
     c->issuer = ap_getword_conf(cmd->pool, &args);
     c->audience = ap_getword_conf(cmd->pool, &args);
-    ttl = ap_getword_conf(cmd->pool, &args);
-    if (!*c->project || !*c->issuer || !*c->audience || *args) {
+    /* The token lifetime this took once is the gateway's own now
+     * (AuraTokenMaxLifetime): say so rather than a bare "too many". */
+    if (*c->audience && *args) {
         return apr_pstrcat(cmd->pool, cmd->cmd->name, ": takes a project, "
-                           "an issuer, an audience and an optional token "
-                           "lifetime", NULL);
+                           "an issuer and an audience; the token lifetime "
+                           "argument is gone: revocations now last until "
+                           "every token they name has expired, by "
+                           "AuraTokenMaxLifetime", NULL);
+    }
+    if (!*c->project || !*c->issuer || !*c->audience) {
+        return apr_pstrcat(cmd->pool, cmd->cmd->name, ": takes a project, "
+                           "an issuer and an audience", NULL);
     }
     if (!project_ok(c->project)) {
         return apr_psprintf(cmd->pool, "%s: '%s' is not a project id (1 to "
                             "63 of [A-Za-z0-9._-])", cmd->cmd->name,
                             c->project);
-    }
-    c->ttl = AURA_LOGOUT_TTL_DEFAULT;
-    if (*ttl && aura_control_ttl(ttl, &c->ttl) != APR_SUCCESS) {
-        return apr_psprintf(cmd->pool, "%s: '%s' is not a token lifetime "
-                            "(1s to 7d: 3600, 60m, 24h, 7d)",
-                            cmd->cmd->name, ttl);
     }
     d->logout = c;
     return NULL;
@@ -182,16 +182,17 @@ static const char *logout_token(apr_pool_t *p, char *body)
 }
 
 /* The revocation the logout asks for, merged with one already in force
- * (the later time and expiry win).  0 when nothing is left to revoke
- * (every token it names has expired). */
-static int make_revocation(request_rec *r, const aura_logout_conf_t *c,
-                           const aura_logout_claims_t *lc,
+ * (the later time and expiry win).  It lasts until every token it names
+ * has died (aura_revoke_expiry(), the token horizon).  0 when nothing is
+ * left to revoke (every token it names has expired). */
+static int make_revocation(request_rec *r, const aura_logout_claims_t *lc,
                            const char *target, aura_control_t *out)
 {
     aura_control_t before;
     apr_time_t now = apr_time_now();
     apr_int64_t iat = lc->iat;
-    apr_time_t expires = apr_time_from_sec(iat) + c->ttl;
+    apr_time_t expires = aura_revoke_expiry(iat, aura_token_horizon(), 0,
+                                            now);
 
     memset(out, 0, sizeof(*out));
     out->kind = AURA_CONTROL_REVOKE;
@@ -216,8 +217,11 @@ static int make_revocation(request_rec *r, const aura_logout_conf_t *c,
     if (expires <= now) {
         return 0;
     }
-    if (expires > now + AURA_CONTROL_TTL_MAX) {
-        expires = now + AURA_CONTROL_TTL_MAX;
+    /* Never binds: iat is at most the leeway ahead (verified), and the
+     * horizon at most 7 days and 2 h (aura_revoke_index.h); kept so that
+     * no record leaves here that the fleet would refuse. */
+    if (expires > now + AURA_REVOKE_TTL_MAX) {
+        expires = now + AURA_REVOKE_TTL_MAX;
     }
     apr_snprintf(out->value, sizeof(out->value), "%" APR_INT64_T_FMT, iat);
     apr_cpystrn(out->by, "backchannel-logout", sizeof(out->by));
@@ -280,7 +284,7 @@ static int revoke_session(request_rec *r, const aura_logout_conf_t *c,
     if (!target || strlen(target) > AURA_CONTROL_TARGET_MAX) {
         return refuse(r, "the sub or sid is too long");
     }
-    if (!make_revocation(r, c, lc, target, &rec)) {
+    if (!make_revocation(r, lc, target, &rec)) {
         return answer(r, HTTP_OK, NULL, NULL);
     }
     if (aura_control_canon(r->pool, AURA_CONTROL_REVOKE, rec.target,

@@ -16,14 +16,12 @@
 /* A form with one logout_token: tokens are bounded by AuraJWTMaxLength
  * (at most 64 KiB), so is the body. */
 #define AURA_LOGOUT_BODY_MAX (64 * 1024)
-#define AURA_LOGOUT_TTL_DEFAULT apr_time_from_sec(86400)
 
 /* AuraBackchannelLogout: whose logout_tokens the Location takes. */
 typedef struct aura_logout_conf_t {
     const char *project;          /* the scope of what it revokes */
     const char *issuer;           /* iss, exactly */
     const char *audience;         /* aud: the client_id */
-    apr_interval_time_t ttl;      /* the longest token lifetime */
 } aura_logout_conf_t;
 
 const char *aura_set_backchannel_logout(cmd_parms *cmd, void *dirv,
@@ -33,8 +31,8 @@ int aura_logout_handler(request_rec *r);
 
 #define AURA_LOGOUT_DIRECTIVES \
     AP_INIT_RAW_ARGS("AuraBackchannelLogout", aura_set_backchannel_logout, \
-                     NULL, ACCESS_CONF, "The project, issuer, audience " \
-                     "and token lifetime of the OpenID Connect " \
-                     "back-channel logouts this Location takes")
+                     NULL, ACCESS_CONF, "The project, issuer and " \
+                     "audience of the OpenID Connect back-channel " \
+                     "logouts this Location takes")
 
 #endif /* AURA_LOGOUT_H */

@@ -24,6 +24,8 @@
 #include "console/aura_console.h"
 #include "control/aura_control.h"
 #include "control/aura_control_nats.h"
+#include "control/aura_revoke_index.h"
+#include "auth/aura_jwks.h"
 #include "limit/aura_limit.h"
 
 #include "http_core.h"
@@ -239,9 +241,18 @@ static const char *parse_post(apr_pool_t *p, json_t *o, post_t *q)
         return "unknown kind (maintenance, block, drain, breaker, rate, "
                "quota, revoke)";
     }
-    if (!(v = json_object_get(o, "ttl")) || parse_ttl(v, &q->ttl)) {
-        return "\"ttl\" is required: seconds, or 30s, 10m, 2h, 1d; "
-               "at most 7 days";
+    /* A revocation's own life is the gateway's to know (until the
+     * tokens it names are dead): its ttl may only lengthen it. */
+    v = json_object_get(o, "ttl");
+    if (q->kind == AURA_CONTROL_REVOKE && (!v || json_is_null(v))) {
+        q->ttl = 0;
+    }
+    else if (!v || parse_ttl(v, &q->ttl)) {
+        return q->kind == AURA_CONTROL_REVOKE
+               ? "\"ttl\" is optional for a revocation, else seconds, or "
+                 "30s, 10m, 2h, 1d; at most 7 days"
+               : "\"ttl\" is required: seconds, or 30s, 10m, 2h, 1d; "
+                 "at most 7 days";
     }
     if (q->reason && strlen(q->reason) > AURA_CONTROL_REASON_MAX) {
         return "\"reason\" is longer than 200 bytes";
@@ -307,6 +318,36 @@ static const char *make_record(request_rec *r, const post_t *q,
     return NULL;
 }
 
+/* When the control ends: now + ttl; a revocation not before every
+ * token it names has died (aura_revoke_expiry(): its time plus the
+ * token horizon), which needs its time no more than
+ * AURA_REVOKE_AHEAD_MAX ahead.  NULL, or what is wrong. */
+static const char *control_expiry(request_rec *r, const post_t *q,
+                                  aura_control_t *c, apr_time_t now)
+{
+    apr_int64_t before;
+
+    if (q->kind != AURA_CONTROL_REVOKE) {
+        c->expires = now + q->ttl;
+        return NULL;
+    }
+    before = apr_atoi64(c->value);
+    if (before > apr_time_sec(now) + AURA_REVOKE_AHEAD_MAX) {
+        return apr_psprintf(r->pool, "a revocation's value may lie at most "
+                            "%d s ahead of the gateway's clock (%"
+                            APR_TIME_T_FMT "): it names tokens already "
+                            "issued", AURA_REVOKE_AHEAD_MAX,
+                            apr_time_sec(now));
+    }
+    c->expires = aura_revoke_expiry(before, aura_token_horizon(), q->ttl,
+                                    now);
+    if (c->expires <= now) {
+        return "every token issued at or before this time has expired "
+               "already (AuraTokenMaxLifetime): nothing to revoke";
+    }
+    return NULL;
+}
+
 /* A revision later than the control's last, even if the clock is not. */
 static apr_time_t revision_after(const aura_control_t *before,
                                  apr_time_t now)
@@ -357,6 +398,9 @@ static int post_control(request_rec *r)
                              aura_control_kind_name(q.kind), ".set", NULL);
         err = make_record(r, &q, &c);
     }
+    if (!err) {
+        err = control_expiry(r, &q, &c, now);
+    }
     if (err) {
         /* The target as given, for the audit record: bounded. */
         what = q.target ? apr_pstrndup(r->pool, q.target, 200) : NULL;
@@ -371,7 +415,6 @@ static int post_control(request_rec *r)
         memset(&before, 0, sizeof(before));
     }
     c.updated = revision_after(&before, now);
-    c.expires = now + q.ttl;
     switch (aura_control_merge(&c, now, NULL)) {
     case AURA_CONTROL_ADDED:
     case AURA_CONTROL_REPLACED:
@@ -533,7 +576,9 @@ static const char page_form[] =
     "placeholder=\"Retry-After s | open | closed | 10r/s | 100 "
     "| issued-before epoch s\">"
     "</label>\n"
-    "<label>For <input name=\"ttl\" required value=\"10m\"></label>\n"
+    "<label>For <input name=\"ttl\" value=\"10m\" "
+    "placeholder=\"10m | empty for revoke: until its tokens expire\">"
+    "</label>\n"
     "<label>Reason <input name=\"reason\" maxlength=\"200\"></label>\n"
     "<button type=\"submit\">Set</button>\n"
     "</form>\n<p id=\"status\" role=\"status\"></p>\n";
@@ -612,8 +657,8 @@ static const char controls_js[] =
     "    form.addEventListener('submit', function (ev) {\n"
     "      var f = new FormData(form), body;\n"
     "      ev.preventDefault();\n"
-    "      body = { kind: f.get('kind'), target: f.get('target'),\n"
-    "               ttl: f.get('ttl') };\n"
+    "      body = { kind: f.get('kind'), target: f.get('target') };\n"
+    "      if (f.get('ttl')) { body.ttl = f.get('ttl'); }\n"
     "      if (f.get('value')) { body.value = f.get('value'); }\n"
     "      if (f.get('reason')) { body.reason = f.get('reason'); }\n"
     "      send('POST', 'api/controls', body)\n"

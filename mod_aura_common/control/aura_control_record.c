@@ -608,9 +608,17 @@ const char *aura_control_decode(apr_pool_t *p, const char *buf,
     if (!text_ok(out->by) || !text_ok(out->reason)) {
         return "invalid record: control characters in by or reason";
     }
-    if (out->expires > out->updated + AURA_CONTROL_TTL_MAX) {
-        return "invalid record: it expires more than 7 days after its "
-               "revision";
+    /* A revocation lives until the tokens it names are dead: up to
+     * AuraTokenMaxLifetime after its time, which may lie a little
+     * ahead, plus the leeways (aura_revoke_index.h). */
+    if (out->expires > out->updated + (out->kind == AURA_CONTROL_REVOKE
+                                       ? AURA_REVOKE_TTL_MAX
+                                       : AURA_CONTROL_TTL_MAX)) {
+        return out->kind == AURA_CONTROL_REVOKE
+               ? "invalid record: it expires more than 8 days after its "
+                 "revision"
+               : "invalid record: it expires more than 7 days after its "
+                 "revision";
     }
     return NULL;
 }

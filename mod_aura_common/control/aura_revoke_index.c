@@ -102,6 +102,24 @@ const char *aura_revoke_canon(const char *target, const char *value,
     return NULL;
 }
 
+apr_time_t aura_revoke_expiry(apr_int64_t before,
+                              apr_interval_time_t horizon,
+                              apr_interval_time_t ttl, apr_time_t now)
+{
+    apr_time_t last;
+
+    /* before is at most year 9999 (before_ok) and horizon a few days:
+     * no overflow. */
+    if (before < 0) {
+        before = 0;
+    }
+    else if (before > AURA_REVOKE_BEFORE_MAX) {
+        before = AURA_REVOKE_BEFORE_MAX;
+    }
+    last = apr_time_from_sec(before + 1) + (horizon > 0 ? horizon : 0);
+    return ttl > 0 && now + ttl > last ? now + ttl : last;
+}
+
 const char *aura_revoke_target(apr_pool_t *p, aura_revoke_e what,
                                const char *scope, const char *id)
 {

@@ -39,6 +39,41 @@ typedef enum {
 /* The latest issue time a value may name: year 9999. */
 #define AURA_REVOKE_BEFORE_MAX 253402300799L
 
+/* How far ahead of the gateway's clock the console takes a
+ * revocation's time, in seconds: an operator's `date +%s` on a machine
+ * whose clock runs ahead.  Further ahead, a revocation would be a block
+ * of the subject until then, and its expiry (its time plus the token
+ * horizon) could pass AURA_REVOKE_TTL_MAX. */
+#define AURA_REVOKE_AHEAD_MAX 300
+
+/* The longest a revocation may live after its revision (a record that
+ * says more is refused): the longest token horizon, AuraTokenMaxLifetime
+ * (7 days at most) plus twice AuraJWTLeeway (1 h at most), from a time
+ * at most 1 h ahead (a logout_token's iat may lie the leeway ahead;
+ * the console takes AURA_REVOKE_AHEAD_MAX), plus a second: 7 days 3 h
+ * and a second, rounded up to 8 days.  So the 7 days of the other
+ * controls never cut a revocation short. */
+#define AURA_REVOKE_TTL_MAX apr_time_from_sec(8 * 86400)
+
+/**
+ * When a revocation of the tokens issued at or before `before` may end:
+ * not before every token it names has died.  A token's iat is read in
+ * whole seconds (its fraction dropped), so the tokens it names were
+ * issued before before + 1 s, and each is accepted at most horizon
+ * after its iat.
+ * @param before the revocation's time (seconds since the epoch)
+ * @param horizon the longest a token is accepted after its iat
+ *        (AuraTokenMaxLifetime + 2 x AuraJWTLeeway, the largest of the
+ *        VirtualHosts'; aura_token_horizon())
+ * @param ttl the operator's ttl, 0 for none
+ * @param now wall clock
+ * @return the later of now + ttl and (before + 1 s) + horizon; at or
+ *         before now (no ttl) when every token it names has died
+ */
+apr_time_t aura_revoke_expiry(apr_int64_t before,
+                              apr_interval_time_t horizon,
+                              apr_interval_time_t ttl, apr_time_t now);
+
 /**
  * Check a revocation's target and value and write their canonical form
  * (the same text: only checked).

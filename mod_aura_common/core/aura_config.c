@@ -91,6 +91,7 @@ void *aura_create_server_conf(apr_pool_t *p, server_rec *s)
     c->reading_v6_prefix = AURA_UNSET;
     c->h2_preface_timeout = AURA_UNSET;
     c->trace_trust = NULL;
+    c->token_max_life = AURA_UNSET;
     return c;
 }
 
@@ -185,6 +186,8 @@ void *aura_merge_server_conf(apr_pool_t *p, void *basev, void *addv)
                                                          add->control);
     c->fleet = (struct aura_fleet_conf_t *)merge_ptr(base->fleet,
                                                      add->fleet);
+    c->token_max_life = merge_time(base->token_max_life,
+                                   add->token_max_life);
     return c;
 }
 

@@ -199,6 +199,9 @@ typedef struct {
     /* The fleet view (fleet/aura_fleet_conf.h), global; NULL: no fleet
      * directive at all. */
     struct aura_fleet_conf_t *fleet;
+    /* AuraTokenMaxLifetime (auth/aura_jwt_conf.h), per VirtualHost,
+     * AURA_UNSET. */
+    apr_interval_time_t token_max_life;
 } aura_server_conf_t;
 
 /* AuraMaxConnectionsPerAddress auto: a third of MaxRequestWorkers (at

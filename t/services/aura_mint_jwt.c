@@ -41,8 +41,8 @@
 static const char usage_text[] =
 "usage: " PROG " [--alg RS256|ES256|HS256|none] [--key FILE] [--kid KID]\n"
 "           [--sub S] [--iss I] [--aud A]... [--exp-in SECONDS | --no-exp]\n"
-"           [--nbf-in SECONDS] [--now EPOCH] [--claim NAME=JSON]...\n"
-"           [--project ID]\n"
+"           [--nbf-in SECONDS] [--now EPOCH] [--no-iat]\n"
+"           [--claim NAME=JSON]... [--project ID]\n"
 "           [--typ T] [--hs-secret-file FILE]\n"
 "           [--raw-header JSON] [--raw-payload JSON]\n"
 "       " PROG " --jwk PUBKEY.pem [--kid KID]\n"
@@ -58,6 +58,7 @@ static const char usage_text[] =
 "  --no-exp           no exp claim\n"
 "  --nbf-in N         nbf = now + N (may be negative)\n"
 "  --now EPOCH        the clock (default: time(NULL)); iat = now\n"
+"  --no-iat           no iat claim\n"
 "  --aud A            once: \"aud\":\"A\"; repeated: an array\n"
 "  --claim NAME=JSON  any claim, JSON value (e.g. role='\"admin\"',\n"
 "                     exp='1.5e9'); overrides the options above\n"
@@ -100,7 +101,7 @@ typedef struct {
     const char *aud[MAX_AUD];
     int n_aud;
     long long exp_in;
-    int no_exp, has_exp_in;
+    int no_exp, has_exp_in, no_iat;
     long long nbf_in;
     int has_nbf;
     long long now;
@@ -379,7 +380,9 @@ static char *payload_text(const opts_t *o)
         }
         json_object_set_new(c, "aud", a);
     }
-    json_object_set_new(c, "iat", json_integer(o->now));
+    if (!o->no_iat) {
+        json_object_set_new(c, "iat", json_integer(o->now));
+    }
     if (o->has_nbf) {
         json_object_set_new(c, "nbf", json_integer(o->now + o->nbf_in));
     }
@@ -511,7 +514,7 @@ static int print_token(const opts_t *o)
 enum {
     O_ALG = 256, O_KEY, O_KID, O_SUB, O_ISS, O_AUD, O_EXP_IN, O_NBF_IN,
     O_NO_EXP, O_NOW, O_CLAIM, O_PROJECT, O_TYP, O_HS_SECRET, O_RAW_HEADER,
-    O_RAW_PAYLOAD, O_JWK, O_JWK_SECRET, O_HELP
+    O_RAW_PAYLOAD, O_JWK, O_JWK_SECRET, O_NO_IAT, O_HELP
 };
 
 static const struct option long_opts[] = {
@@ -524,6 +527,7 @@ static const struct option long_opts[] = {
     { "exp-in",         required_argument, NULL, O_EXP_IN },
     { "nbf-in",         required_argument, NULL, O_NBF_IN },
     { "no-exp",         no_argument,       NULL, O_NO_EXP },
+    { "no-iat",         no_argument,       NULL, O_NO_IAT },
     { "now",            required_argument, NULL, O_NOW },
     { "claim",          required_argument, NULL, O_CLAIM },
     { "project",        required_argument, NULL, O_PROJECT },
@@ -554,6 +558,7 @@ static void parse_args(int argc, char **argv, opts_t *o)
         case O_SUB:         o->sub = optarg;                         break;
         case O_ISS:         o->iss = optarg;                         break;
         case O_NO_EXP:      o->no_exp = 1;                           break;
+        case O_NO_IAT:      o->no_iat = 1;                           break;
         case O_TYP:         o->typ = optarg;                         break;
         case O_HS_SECRET:   o->secret_file = optarg;                 break;
         case O_RAW_HEADER:  o->raw_header = optarg;                  break;

@@ -550,6 +550,7 @@ typedef struct {
     const char *project_claim;
     const char *project;
     const char *typ;            /* the policy's explicit type */
+    long max_life_s;            /* AuraTokenMaxLifetime; 0: no limit */
     aura_jwt_result_e want;
     /* OK rows */
     const char *want_sub;
@@ -809,6 +810,52 @@ static const verify_case_t verify_cases[] = {
       .want = AURA_JWT_OK },
     { "iat an array", NULL, HS_RAW("{\"exp\":1700000300,\"iat\":[]}"),
       .want = AURA_JWT_MALFORMED },
+
+    /* AuraTokenMaxLifetime (issue #32: revocations held for the longest
+     * token lifetime): 3600 s here, the leeway (60 s) on top. */
+    { "max lifetime: no iat", "#32",
+      HS_RAW("{\"sub\":\"u1\",\"exp\":1700000300}"), .max_life_s = 3600,
+      .want = AURA_JWT_NO_IAT },
+    { "no max lifetime: no iat is fine", "#32",
+      HS_RAW("{\"sub\":\"u1\",\"exp\":1700000300}"),
+      .want = AURA_JWT_OK, .want_sub = "u1" },
+    { "max lifetime: exp - iat exactly the limit", "#32",
+      HS_RAW("{\"sub\":\"u1\",\"iat\":1699999000,\"exp\":1700002600}"),
+      .max_life_s = 3600, .want = AURA_JWT_OK, .want_sub = "u1" },
+    { "max lifetime: the limit plus the leeway", "#32",
+      HS_RAW("{\"sub\":\"u1\",\"iat\":1699999000,\"exp\":1700002660}"),
+      .max_life_s = 3600, .want = AURA_JWT_OK, .want_sub = "u1" },
+    { "max lifetime: a second over the limit plus the leeway", "#32",
+      HS_RAW("{\"sub\":\"u1\",\"iat\":1699999000,\"exp\":1700002661}"),
+      .max_life_s = 3600, .want = AURA_JWT_TOO_LONG_LIVED },
+    { "max lifetime: half a second over", "#32",
+      HS_RAW("{\"iat\":1699999000,\"exp\":1700002660.5}"),
+      .max_life_s = 3600, .want = AURA_JWT_TOO_LONG_LIVED },
+    { "max lifetime: exp far away, clamped", "#32",
+      HS_RAW("{\"iat\":1699999000,\"exp\":1e300}"),
+      .max_life_s = 3600, .want = AURA_JWT_TOO_LONG_LIVED },
+    { "max lifetime: iat far in the past, clamped", "#32",
+      HS_RAW("{\"iat\":-1e300,\"exp\":1700000300}"),
+      .max_life_s = 3600, .want = AURA_JWT_TOO_LONG_LIVED },
+    { "max lifetime: iat after exp", "#32",
+      HS_RAW("{\"iat\":1700000030,\"exp\":1700000010}"),
+      .max_life_s = 3600, .want = AURA_JWT_OK },
+    { "max lifetime: one second, met", "#32",
+      HS_RAW("{\"iat\":1699999999,\"exp\":1700000000}"),
+      .max_life_s = 1, .want = AURA_JWT_OK },
+    { "max lifetime: expired without iat says expired", "#32",
+      HS_RAW("{\"exp\":1699999000}"), .max_life_s = 3600,
+      .want = AURA_JWT_EXPIRED },
+    { "max lifetime: no exp says no exp", "#32",
+      HS_RAW("{\"iat\":1699999000}"), .max_life_s = 3600,
+      .want = AURA_JWT_NO_EXP },
+    { "max lifetime: iat in the future says not yet valid", "#32",
+      HS_RAW("{\"iat\":1700000061,\"exp\":1800000000}"),
+      .max_life_s = 3600, .want = AURA_JWT_NOT_YET_VALID },
+    { "max lifetime: an RS256 token over it", "#32",
+      RAW(H_RS, K_RSA), .ks = KS_ALL,
+      .payload = "{\"sub\":\"u1\",\"iat\":1699990000,\"exp\":1700000300}",
+      .max_life_s = 3600, .want = AURA_JWT_TOO_LONG_LIVED },
 
     /* aud */
     { "aud string, exact", NULL,
@@ -1205,6 +1252,7 @@ static aura_jwt_policy_t policy_of(const verify_case_t *c)
     pol.project_claim = c->project_claim;
     pol.project = c->project;
     pol.typ = c->typ;
+    pol.max_lifetime = apr_time_from_sec(c->max_life_s);
     return pol;
 }
 
@@ -1765,6 +1813,10 @@ static void test_result_text(void **state)
     }
     assert_string_equal(aura_jwt_result_text(AURA_JWT_EXPIRED),
                         "token expired");
+    assert_string_equal(aura_jwt_result_text(AURA_JWT_NO_IAT),
+                        "token has no issue time");
+    assert_string_equal(aura_jwt_result_text(AURA_JWT_TOO_LONG_LIVED),
+                        "token outlives AuraTokenMaxLifetime");
     assert_string_equal(aura_jwt_result_text((aura_jwt_result_e)999),
                         "token invalid");
 }

@@ -90,6 +90,69 @@ static void test_wire(void **state)
     assert_non_null(text);
     assert_null(aura_control_decode(p, text, strlen(text), &d));
     assert_int_equal(memcmp(&c, &d, sizeof(c)), 0);
+    /* A revocation may outlive the 7 days of the other controls, up to
+     * AURA_REVOKE_TTL_MAX (issue #32: held until its tokens expire). */
+    c.expires = NOW + AURA_CONTROL_TTL_MAX + apr_time_from_sec(3 * 3600);
+    text = aura_control_encode(p, &c);
+    assert_null(aura_control_decode(p, text, strlen(text), &d));
+    c.expires = NOW + AURA_REVOKE_TTL_MAX;
+    text = aura_control_encode(p, &c);
+    assert_null(aura_control_decode(p, text, strlen(text), &d));
+    c.expires = NOW + AURA_REVOKE_TTL_MAX + 1;
+    text = aura_control_encode(p, &c);
+    assert_non_null(aura_control_decode(p, text, strlen(text), &d));
+}
+
+/* A revocation ends only when every token it names has died. */
+typedef struct {
+    const char *name;
+    apr_int64_t before;             /* seconds */
+    long horizon_s, ttl_s;          /* ttl 0: none */
+    apr_time_t want;
+} expiry_case_t;
+
+#define NOW_S APR_INT64_C(1796509801)
+
+static const expiry_case_t expiry_cases[] = {
+    { "now, a day's horizon", NOW_S, 86400, 0,
+      apr_time_from_sec(NOW_S + 1 + 86400) },
+    { "an hour ago, 4 s horizon: past", NOW_S - 3600, 4, 0,
+      apr_time_from_sec(NOW_S - 3600 + 1 + 4) },
+    { "a shorter ttl does not cut it", NOW_S, 86400, 60,
+      apr_time_from_sec(NOW_S + 1 + 86400) },
+    { "a longer ttl lengthens it", NOW_S, 60, 86400,
+      NOW + apr_time_from_sec(86400) },
+    { "an old time with a ttl: the ttl", 1, 86400, 600,
+      NOW + apr_time_from_sec(600) },
+    { "7 days and twice an hour's leeway, 300 s ahead: within the cap",
+      NOW_S + 300, 7 * 86400 + 7200, 0,
+      apr_time_from_sec(NOW_S + 300 + 1 + 7 * 86400 + 7200) },
+};
+
+static void test_expiry(void **state)
+{
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof(expiry_cases) / sizeof(expiry_cases[0]); i++) {
+        const expiry_case_t *c = &expiry_cases[i];
+        apr_time_t got = aura_revoke_expiry(c->before,
+                                            apr_time_from_sec(c->horizon_s),
+                                            apr_time_from_sec(c->ttl_s),
+                                            NOW);
+
+        if (got != c->want) {
+            fail_msg("row %zu \"%s\": %" APR_TIME_T_FMT " != %"
+                     APR_TIME_T_FMT, i, c->name, got, c->want);
+        }
+        assert_true(got <= NOW + AURA_REVOKE_TTL_MAX);
+    }
+    /* The largest horizon from a logout_token's iat an hour ahead (the
+     * largest leeway) stays under the cap too. */
+    assert_true(aura_revoke_expiry(NOW_S + 3600,
+                                   apr_time_from_sec(7 * 86400 + 7200), 0,
+                                   NOW)
+                <= NOW + AURA_REVOKE_TTL_MAX);
 }
 
 static void test_target(void **state)
@@ -220,6 +283,7 @@ int main(void)
                                         pool_teardown),
         cmocka_unit_test_setup_teardown(test_match, pool_setup,
                                         pool_teardown),
+        cmocka_unit_test(test_expiry),
     };
 
     int rc;
