@@ -54,6 +54,7 @@
 #include "nats/aura_nats_conf.h"
 #include "store/aura_store_conf.h"
 
+#include "ap_mpm.h"
 #include "apr_strings.h"
 #include "apr_atomic.h"
 
@@ -515,6 +516,20 @@ void aura_nats_child_init(apr_pool_t *pchild, server_rec *s)
         pthread_mutex_lock(&invalidation_lock);
         invalidation_armed = 1;
         pthread_mutex_unlock(&invalidation_lock);
+    }
+    if (invalidation_sub) {
+        int gen = 0;
+
+        /* The child's MPM generation with it: during a graceful restart
+         * a child of the generation going away may still be starting,
+         * and connect after the restart began; only the generation
+         * tells it from a child of the new one (t/common/
+         * child_exit.t waits for the new one's children by it). */
+        ap_mpm_query(AP_MPMQ_GENERATION, &gen);
+        ap_log_error(APLOG_MARK, APLOG_DEBUG, 0, s, AURA_LOGNO(02710)
+                     "listening for key invalidations on %s (pid %"
+                     APR_PID_T_FMT ", generation %d)", invalidation_subject,
+                     getpid(), gen);
     }
 }
 
