@@ -170,20 +170,24 @@ my $raw_secret = secret();
     push @secrets, $raw_secret;
 }
 
-# The logs.  mod_log_config writes a line after its response: wait for
-# the last one.
+# The logs.  mod_log_config writes a line after its response, and over
+# HTTP/2 when the stream is cleaned up, which may come after a later
+# request's line: wait for the refused request's line and for every
+# marked request's.
 my $dir = t_dir() . '/logs';
 sub slurp { my $f = shift; local (@ARGV, $/) = $f; return -e $f ? <> : '' }
 my $query_log = '';
-ok(wait_until(5, sub {
-       $query_log = slurp("$dir/aura_query.log");
-       $query_log =~ m{/v1/functions/x\?token=(?:REDACTED|\Q$raw_secret\E) }
-   }), 'the refused request has its line');
 my %lines;
-for my $line (split /\n/, $query_log) {
-    my ($id) = split /\|/, $line;
-    $lines{$id} = $line if $marked{$id};
-}
+ok(wait_until(10, sub {
+       $query_log = slurp("$dir/aura_query.log");
+       %lines = ();
+       for my $line (split /\n/, $query_log) {
+           my ($id) = split /\|/, $line;
+           $lines{$id} = $line if $marked{$id};
+       }
+       $query_log =~ m{/v1/functions/x\?token=(?:REDACTED|\Q$raw_secret\E) }
+           && keys(%lines) == keys(%marked);
+   }), 'the refused request and every marked request have their lines');
 my @bad = grep {
     my $name = $marked{$_};
     my $want = quotemeta("$name=REDACTED");
