@@ -30,7 +30,7 @@ use JSON::PP qw(decode_json encode_json);
 use LWP::UserAgent;
 use MIME::Base64 qw(encode_base64);
 use Time::HiRes qw(time sleep);
-use Aura::Test qw(wait_until private_httpd json_body mint console_token
+use Aura::Test qw(ua_request wait_until private_httpd json_body mint console_token
                   new_reqid exec_count problem_ok ANON_KEY);
 
 plan tests => 43;
@@ -45,13 +45,7 @@ my $dir = tempdir(CLEANUP => !$ENV{AURA_TEST_KEEP});
 my $key = "$ENV{AURA_TEST_JWT_DIR}/rsa.key";
 my @lift;
 
-sub req {
-    my ($method, $url, $body, %h) = @_;
-    my $r = HTTP::Request->new($method => $url);
-    $r->header($_ => $h{$_}) for keys %h;
-    $r->content($body) if defined $body;
-    return $ua->request($r);
-}
+sub req { return ua_request($ua, @_) }
 sub revoke {
     my ($target, $before, $ttl) = @_;
     my $res = req(POST => "$a_mgmt/ops/api/controls", encode_json({

@@ -35,7 +35,7 @@ use JSON::PP qw(decode_json encode_json);
 use LWP::UserAgent;
 use MIME::Base64 qw(encode_base64);
 use Time::HiRes qw(time sleep);
-use Aura::Test qw(t_dir wait_until private_httpd json_body mint new_reqid
+use Aura::Test qw(ua_request t_dir wait_until private_httpd json_body mint new_reqid
                   exec_count problem_ok ANON_KEY);
 
 plan tests => 71;
@@ -51,13 +51,7 @@ my $key = "$jwt/rsa.key";
 my $EVENT = 'http://schemas.openid.net/event/backchannel-logout';
 my $n = 0;
 
-sub req {
-    my ($method, $url, $body, %h) = @_;
-    my $r = HTTP::Request->new($method => $url);
-    $r->header($_ => $h{$_}) for keys %h;
-    $r->content($body) if defined $body;
-    return $ua->request($r);
-}
+sub req { return ua_request($ua, @_) }
 # A logout_token: valid unless the arguments say otherwise.
 sub logout_token {
     my (%o) = @_;

@@ -45,7 +45,7 @@ use LWP::UserAgent;
 use MIME::Base64 qw(encode_base64);
 use POSIX qw(strftime);
 use Time::HiRes qw(time sleep);
-use Aura::Test qw(t_dir wait_until private_httpd json_body mint
+use Aura::Test qw(ua_request t_dir wait_until private_httpd json_body mint
                   console_token new_reqid exec_count problem_ok ANON_KEY);
 
 # B up; B's lifetime; A's default on two planes; revocations; their
@@ -66,13 +66,7 @@ my $htpasswd = t_dir() . '/conf/operators.htpasswd';
 my $EVENT = 'http://schemas.openid.net/event/backchannel-logout';
 my $HORIZON = 4 + 2 * 1;     # AuraTokenMaxLifetime + 2 x AuraJWTLeeway
 
-sub req {
-    my ($method, $url, $body, %h) = @_;
-    my $r = HTTP::Request->new($method => $url);
-    $r->header($_ => $h{$_}) for keys %h;
-    $r->content($body) if defined $body;
-    return $ua->request($r);
-}
+sub req { return ua_request($ua, @_) }
 # A user token of proj-a issued at $iat (now unless given), living
 # $life seconds.
 sub token {

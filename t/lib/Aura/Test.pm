@@ -22,7 +22,7 @@ our @EXPORT_OK = qw(aura_module private_httpd free_port free_ports default_key A
                     nats_stop nats_start t_dir json_body error_log_since
                     error_log_size psql pg_stop pg_start
                     redis_cli redis_stop redis_start pid_alive proto
-                    raw_connect);
+                    raw_connect ua_request);
 
 sub t_dir { Apache::Test::vars('t_dir') }
 
@@ -233,6 +233,18 @@ sub wait_until {
         sleep 0.05;
     }
     return $cond->() ? 1 : 0;
+}
+
+# $method $url with headers %h and an optional body, through the
+# caller's LWP::UserAgent $ua: what a test needs for the console's API
+# (a DELETE with a body-less request, a POST with a JSON one).
+sub ua_request {
+    my ($ua, $method, $url, $body, %h) = @_;
+    require HTTP::Request;
+    my $r = HTTP::Request->new($method => $url);
+    $r->header($_ => $h{$_}) for keys %h;
+    $r->content($body) if defined $body;
+    return $ua->request($r);
 }
 
 sub json_body {
